@@ -1,0 +1,17 @@
+// Package event is a Client's hub of wake-ups: it turns unlock messages and
+// client-side-cache invalidations of lock keys into wake-ups of the goroutines
+// waiting for those locks.
+//
+// The hub keeps one subscription per channel however many goroutines wait on
+// it, carried by the Client's one RESP3 connection, and drops it when the last
+// waiter leaves.
+//
+//	w := hub.Watch("redisson_lock__channel:{orders}", "orders")
+//	defer w.Leave(false)
+//	select { case <-w.Ready(): case <-w.C(): case <-ctx.Done(): }
+//
+// A message wakes one waiter (the one waiting longest), not every waiter: the
+// woken one retries its lock and, if it gives up without trying, hands the
+// wake-up on. A message "1" (Redisson's read-unlock) wakes every waiter of the
+// channel. Notifying never blocks the notifier.
+package event

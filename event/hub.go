@@ -1,0 +1,318 @@
+package event
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/redis/rueidis"
+)
+
+// ErrClosed is returned by Watch once the hub is closed.
+var ErrClosed = errors.New("event: hub closed")
+
+// WakeAllMessage is the message that wakes every waiter of a channel
+// (Redisson's read-unlock message); any other message wakes one.
+const WakeAllMessage = "1"
+
+// Hub turns messages and invalidations into wake-ups. The zero value is not
+// usable; create one with NewHub.
+type Hub struct {
+	rc       rueidis.Client
+	tracking bool
+
+	wakeups atomic.Uint64
+	mu      sync.Mutex
+	topics  map[string]*topic   // channel -> live topic
+	byKey   map[string][]*topic // lock key -> topics woken by its invalidation
+	closing map[string]*topic   // channel -> topic still unsubscribing
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// NewHub returns a hub subscribing through rc. tracking says whether the
+// client-side-cache invalidations of rc reach Invalidate (the hook is wired
+// when the rueidis client is created); without it Track does nothing and
+// expiries are noticed through the waiters' TTL timers only.
+func NewHub(rc rueidis.Client, tracking bool) *Hub {
+	return &Hub{
+		rc:       rc,
+		tracking: tracking,
+		topics:   make(map[string]*topic),
+		byKey:    make(map[string][]*topic),
+		closing:  make(map[string]*topic),
+	}
+}
+
+// topic is one channel's subscription and the waiters it serves.
+type topic struct {
+	channel string
+	key     string
+	waiters []*Waiter     // oldest first
+	ready   chan struct{} // closed on the first confirmed subscription
+	ctx     context.Context
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when the subscription goroutine has ended
+	prev    *topic        // an older topic on the channel still unsubscribing
+}
+
+// Waiter is one goroutine's interest in a channel.
+type Waiter struct {
+	h *Hub
+	t *topic
+	c chan struct{}
+}
+
+// Watch registers a waiter on channel and, if it is the first, subscribes.
+// key is the lock key whose invalidation also wakes the channel's waiters (""
+// for none). Watch does not block: the subscription is confirmed when Ready
+// is closed, and only a message published after that is sure to arrive, so
+// the waiter tries its lock once more after Ready. Leave must be called.
+func (h *Hub) Watch(channel, key string) (*Waiter, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	t := h.topics[channel]
+	if t == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		t = &topic{channel: channel, key: key, ready: make(chan struct{}), ctx: ctx, cancel: cancel,
+			done: make(chan struct{}), prev: h.closing[channel]}
+		h.topics[channel] = t
+		if key != "" {
+			h.byKey[key] = append(h.byKey[key], t)
+		}
+		h.wg.Add(1)
+		go h.subscribe(t)
+	}
+	w := &Waiter{h: h, t: t, c: make(chan struct{}, 1)}
+	t.waiters = append(t.waiters, w)
+	return w, nil
+}
+
+// Ready is closed once the channel's subscription is confirmed.
+func (w *Waiter) Ready() <-chan struct{} { return w.t.ready }
+
+// C receives a wake-up: the lock may be free, try it. A wake-up is kept
+// until received, so one sent while the waiter was trying is not lost.
+func (w *Waiter) C() <-chan struct{} { return w.c }
+
+// Track makes sure the hub hears when the lock key changes or expires, by
+// reading it through the client-side cache: a round trip only when the key is
+// not tracked already (an invalidation ends tracking until the next read).
+// Without invalidation tracking it does nothing.
+func (w *Waiter) Track(ctx context.Context) error {
+	if !w.h.tracking || w.t.key == "" {
+		return nil
+	}
+	return w.h.rc.DoCache(ctx, w.h.rc.B().Hlen().Key(w.t.key).Cache(), time.Minute).Error()
+}
+
+// Leave unregisters the waiter. A wake-up it received but did not act on is
+// handed to the next waiter, and so is one when passOn is set (the waiter
+// gives up after being woken, or without knowing whether its last attempt
+// took the lock). The last waiter to leave drops the subscription.
+func (w *Waiter) Leave(passOn bool) {
+	h, t := w.h, w.t
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, o := range t.waiters {
+		if o == w {
+			t.waiters = append(t.waiters[:i], t.waiters[i+1:]...)
+			break
+		}
+	}
+	select {
+	case <-w.c:
+		passOn = true
+	default:
+	}
+	if passOn {
+		h.wakeOne(t)
+	}
+	if len(t.waiters) == 0 && h.topics[t.channel] == t {
+		h.drop(t)
+	}
+}
+
+// drop ends a topic with no waiters left; its goroutine unsubscribes. Called
+// with h.mu held.
+func (h *Hub) drop(t *topic) {
+	delete(h.topics, t.channel)
+	if t.key != "" {
+		ts := h.byKey[t.key]
+		for i, o := range ts {
+			if o == t {
+				ts = append(ts[:i], ts[i+1:]...)
+				break
+			}
+		}
+		if len(ts) == 0 {
+			delete(h.byKey, t.key)
+		} else {
+			h.byKey[t.key] = ts
+		}
+	}
+	h.closing[t.channel] = t
+	t.cancel()
+}
+
+// subscribe holds the topic's subscription until the topic is dropped,
+// subscribing again after the connection breaks.
+func (h *Hub) subscribe(t *topic) {
+	defer h.wg.Done()
+	defer close(t.done)
+	if t.prev != nil {
+		// An UNSUBSCRIBE of the older topic must not reach Redis after our
+		// SUBSCRIBE, or it would cancel ours.
+		<-t.prev.done
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 20 * time.Millisecond
+	b.MaxInterval = time.Second
+	b.MaxElapsedTime = 0
+	// The hook runs on rueidis' reader goroutine: it only counts.
+	var confirmations atomic.Int64
+	hook := rueidis.WithOnSubscriptionHook(t.ctx, func(s rueidis.PubSubSubscription) {
+		if s.Kind != "subscribe" {
+			return
+		}
+		if confirmations.Add(1) == 1 {
+			close(t.ready)
+			return
+		}
+		// Subscribed again after a break: anything published in between
+		// was missed, so every waiter tries again.
+		h.mu.Lock()
+		h.wakeAll(t)
+		h.mu.Unlock()
+	})
+	sub := h.rc.B().Subscribe().Channel(t.channel).Build()
+	for {
+		before := confirmations.Load()
+		_ = h.rc.Receive(hook, sub, func(m rueidis.PubSubMessage) { h.deliver(t, m.Message) })
+		if confirmations.Load() > before {
+			b.Reset() // the subscription had stood: start backing off afresh
+		}
+		if t.ctx.Err() != nil {
+			break
+		}
+		// The connection broke (or someone unsubscribed us): wake every
+		// waiter, since a release may have gone unheard, then subscribe again.
+		h.mu.Lock()
+		h.wakeAll(t)
+		h.mu.Unlock()
+		select {
+		case <-t.ctx.Done():
+		case <-time.After(b.NextBackOff()):
+		}
+		if t.ctx.Err() != nil {
+			break
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = h.rc.Do(ctx, h.rc.B().Unsubscribe().Channel(t.channel).Build()).Error() // best effort
+	h.mu.Lock()
+	if h.closing[t.channel] == t {
+		delete(h.closing, t.channel)
+	}
+	h.mu.Unlock()
+}
+
+func (h *Hub) deliver(t *topic, msg string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if msg == WakeAllMessage {
+		h.wakeAll(t)
+	} else {
+		h.wakeOne(t)
+	}
+}
+
+// Invalidate wakes waiters of the lock keys in an invalidation message: one
+// waiter per topic of each key, or of every topic when keys is nil (the cache
+// was flushed). Wire it into rueidis.ClientOption.OnInvalidations.
+func (h *Hub) Invalidate(keys []rueidis.RedisMessage) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if keys == nil {
+		for _, t := range h.topics {
+			h.wakeOne(t)
+		}
+		return
+	}
+	for _, k := range keys {
+		key, err := k.ToString()
+		if err != nil {
+			continue
+		}
+		for _, t := range h.byKey[key] {
+			h.wakeOne(t)
+		}
+	}
+}
+
+// wakeOne wakes the longest-waiting waiter that has no wake-up pending; if
+// all have one, nothing more is needed. Called with h.mu held.
+func (h *Hub) wakeOne(t *topic) {
+	for _, w := range t.waiters {
+		select {
+		case w.c <- struct{}{}:
+			h.wakeups.Add(1)
+			return
+		default:
+		}
+	}
+}
+
+// wakeAll wakes every waiter of t. Called with h.mu held.
+func (h *Hub) wakeAll(t *topic) {
+	for _, w := range t.waiters {
+		select {
+		case w.c <- struct{}{}:
+			h.wakeups.Add(1)
+		default:
+		}
+	}
+}
+
+// Stats is a snapshot of the hub's counters.
+type Stats struct {
+	// Subscriptions is the number of channels subscribed or being subscribed.
+	Subscriptions int
+	// Waiters is the number of registered waiters.
+	Waiters int
+	// Wakeups counts wake-ups delivered since the hub started.
+	Wakeups uint64
+}
+
+// Stats returns the hub's counters.
+func (h *Hub) Stats() Stats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := Stats{Subscriptions: len(h.topics), Wakeups: h.wakeups.Load()}
+	for _, t := range h.topics {
+		s.Waiters += len(t.waiters)
+	}
+	return s
+}
+
+// Close drops every subscription and waits for the hub's goroutines to end.
+// Waiters still registered are woken; later Watch calls return ErrClosed.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	if !h.closed {
+		h.closed = true
+		for _, t := range h.topics {
+			h.wakeAll(t)
+			h.drop(t)
+		}
+	}
+	h.mu.Unlock()
+	h.wg.Wait()
+}

@@ -1,0 +1,317 @@
+// Package engine is the acquisition loop shared by the lock packages: one
+// attempt, then waiting on the hub (unlock message, invalidation, the
+// holder's remaining TTL, ctx) between attempts, never on a fixed interval;
+// reentrancy through the context; the hold handed to the keeper; futures.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/redis/rueidis"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/script"
+)
+
+// Lock is one lock of one kind on one name. The lock packages fill it in and
+// forward Acquire, TryAcquire and AcquireAsync to it.
+type Lock struct {
+	Client *leasehold.Client
+	Name   string
+	// Scope tells lock kinds apart for reentrancy (a comparable value per kind).
+	Scope  any
+	Config leasehold.LockConfig
+
+	// Channel is where a release is published; WaitChannel, when set, gives
+	// each owner its own channel instead (fairqueue wakes only the head).
+	Channel     string
+	WaitChannel func(owner string) string
+	// Key is the lock key, whose invalidation wakes waiters; "" for none.
+	Key string
+
+	// Try makes one attempt for owner with lease ttl.
+	Try func(ctx context.Context, owner string, ttl time.Duration) (script.Grant, error)
+	// Release gives up one hold of owner, or all; it returns an error
+	// wrapping lease.ErrNotHeld when owner held nothing.
+	Release func(ctx context.Context, owner, requestID string, all bool) error
+	// Renewal is the keeper's renewal of owner's watchdog lease.
+	Renewal func(owner string, ttl time.Duration) *lease.Renewal
+	// Abandon, when set, undoes what an owner that stops waiting leaves
+	// behind besides a hold (fairqueue: its place in the queue).
+	Abandon func(ctx context.Context, owner string) error
+	// OwnerFrom, when set, picks the owner of a fresh acquisition from ctx
+	// (rw: a read lock taken under a write lease uses the writer's owner).
+	OwnerFrom func(ctx context.Context) (string, bool)
+}
+
+// Check reports bad input (a nil client, an empty name, an invalid option)
+// and a closed Client.
+func (l *Lock) Check() error {
+	switch {
+	case l.Client == nil:
+		return fmt.Errorf("%w: nil client", lease.ErrInvalid)
+	case l.Name == "":
+		return fmt.Errorf("%w: empty lock name", lease.ErrInvalid)
+	case l.Config.Err != nil:
+		return fmt.Errorf("%w (lock %q)", l.Config.Err, l.Name)
+	}
+	return l.Client.Err()
+}
+
+// Acquire blocks until the lock is held or ctx is done. On failure it returns
+// the error (ctx.Err() when ctx ended) and holds nothing.
+func (l *Lock) Acquire(ctx context.Context) (*lease.Lease, error) { return l.acquire(ctx, true) }
+
+// TryAcquire makes one attempt: an error wrapping lease.ErrNotAcquired when
+// another owner holds the lock.
+func (l *Lock) TryAcquire(ctx context.Context) (*lease.Lease, error) { return l.acquire(ctx, false) }
+
+// AcquireAsync starts Acquire in a goroutine the Client waits for on Close.
+func (l *Lock) AcquireAsync(ctx context.Context) *lease.Future {
+	f, run := lease.NewFuture(ctx, l.Acquire)
+	if l.Client == nil || !l.Client.Go(run) {
+		run() // fails at once: invalid, or the Client is closed
+	}
+	return f
+}
+
+func (l *Lock) acquire(ctx context.Context, wait bool) (*lease.Lease, error) {
+	if err := l.Check(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if h := lease.HoldFrom(ctx, l.Scope, l.Name); h != nil {
+		return l.reenter(ctx, h)
+	}
+	owner, ok := "", false
+	if l.OwnerFrom != nil {
+		owner, ok = l.OwnerFrom(ctx)
+	}
+	if !ok {
+		owner = l.Client.NewOwner()
+	}
+	ls, g, err := l.attempt(ctx, owner)
+	if ls != nil || (err != nil && !transient(err)) {
+		return ls, err
+	}
+	if !wait {
+		if err != nil {
+			return nil, fmt.Errorf("lease: %s: %w", l.Name, err)
+		}
+		return nil, fmt.Errorf("%w: %s", lease.ErrNotAcquired, l.Name)
+	}
+	return l.wait(ctx, owner, g, err)
+}
+
+// wait runs attempts until one holds the lock, each after a wake-up, the
+// holder's remaining TTL, or a backoff after a Redis error.
+func (l *Lock) wait(ctx context.Context, owner string, g script.Grant, err error) (*lease.Lease, error) {
+	channel := l.Channel
+	if l.WaitChannel != nil {
+		channel = l.WaitChannel(owner)
+	}
+	w, werr := l.Client.Hub().Watch(channel, l.Key)
+	if werr != nil {
+		return nil, l.Client.Err()
+	}
+	held, passOn := false, false
+	defer func() {
+		if !held {
+			l.abandon(owner)
+		}
+		w.Leave(!held && passOn)
+	}()
+
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 10 * time.Millisecond
+	b.MaxInterval = time.Second
+	b.MaxElapsedTime = 0
+	timer := time.NewTimer(l.pause(g, err, b))
+	defer timer.Stop()
+	ready := w.Ready()
+	lastErr := err
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctxErr(ctx, lastErr)
+		case <-l.Client.Context().Done():
+			return nil, l.Client.Err()
+		case <-ready:
+			// Subscribed: releases from now on will be heard, but one may
+			// have slipped in since the last attempt, so try once more.
+			ready = nil
+		case <-w.C():
+		case <-timer.C:
+		}
+		ls, g, err := l.attempt(ctx, owner)
+		switch {
+		case ls != nil:
+			held = true
+			return ls, nil
+		case err != nil && !transient(err):
+			return nil, err
+		case err != nil && ctx.Err() != nil:
+			passOn = true // our attempt may have been the one a wake-up was for
+			return nil, ctxErr(ctx, err)
+		case err != nil:
+			lastErr = err
+		default:
+			b.Reset()
+			lastErr = nil
+			// Track errors are not fatal: the TTL timer still runs.
+			_ = w.Track(ctx)
+		}
+		timer.Reset(l.pause(g, err, b))
+	}
+}
+
+// pause is how long to wait for a wake-up before trying again: the holder's
+// remaining lease, or a backoff after an error.
+func (l *Lock) pause(g script.Grant, err error, b backoff.BackOff) time.Duration {
+	switch {
+	case err != nil:
+		return b.NextBackOff()
+	case g.Wait > 0:
+		// The lease was measured at the server before the reply travelled:
+		// the timer fires no earlier than the key expires.
+		return g.Wait + time.Millisecond
+	default:
+		// No expiry known (a key without TTL): wait for a message, but not
+		// for ever.
+		return l.Config.TTL()
+	}
+}
+
+// attempt makes one try for owner and turns a success into a Lease.
+func (l *Lock) attempt(ctx context.Context, owner string) (*lease.Lease, script.Grant, error) {
+	ttl := l.Config.TTL()
+	sent := time.Now()
+	g, err := l.Try(ctx, owner, ttl)
+	if err != nil {
+		if transient(err) {
+			// The script may have run though its reply was lost: undo
+			// whatever it may have taken, without making the caller wait.
+			l.cleanup(owner)
+		}
+		return nil, g, err
+	}
+	if !g.Acquired {
+		return nil, g, nil
+	}
+	h := lease.NewHold(lease.HoldConfig{
+		Name:  l.Name,
+		Owner: owner,
+		Scope: l.Scope,
+		TTL:   ttl,
+		Renew: l.renewal(owner, ttl),
+		Release: func(ctx context.Context, id string, all bool) error {
+			return l.Release(ctx, owner, id, all)
+		},
+	})
+	if err := l.Client.Keeper().Track(h, sent); err != nil {
+		l.releaseNow(owner)
+		return nil, g, err
+	}
+	ls, err := h.NewLease(ctx, g.Token)
+	return ls, g, err
+}
+
+func (l *Lock) renewal(owner string, ttl time.Duration) *lease.Renewal {
+	if !l.Config.Renewed() || l.Renewal == nil {
+		return nil
+	}
+	return l.Renewal(owner, ttl)
+}
+
+// reenter takes the lock again for the owner of h, a hold the caller's
+// context carries.
+func (l *Lock) reenter(ctx context.Context, h *lease.Hold) (*lease.Lease, error) {
+	g, err := l.Try(ctx, h.Owner(), l.Config.TTL())
+	if err != nil {
+		return nil, fmt.Errorf("lease: %s: reentrant acquire: %w", l.Name, err)
+	}
+	if !g.Acquired {
+		cause := fmt.Errorf("%w: %s: reentrant acquire found the lock held by another owner", lease.ErrLost, l.Name)
+		h.Lose(cause)
+		return nil, cause
+	}
+	return h.NewLease(ctx, g.Token)
+}
+
+// cleanup undoes, in the background, an attempt whose outcome is unknown.
+func (l *Lock) cleanup(owner string) {
+	l.Client.Go(func() {
+		ctx, cancel := context.WithTimeout(l.Client.Context(), l.Config.TTL())
+		defer cancel()
+		l.undo(ctx, owner)
+	})
+}
+
+// releaseNow undoes a won attempt that cannot be kept, before returning.
+func (l *Lock) releaseNow(owner string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l.undo(ctx, owner)
+}
+
+// abandon undoes what a waiter leaves behind besides a hold (its place in a
+// queue), in the background.
+func (l *Lock) abandon(owner string) {
+	if l.Abandon == nil {
+		return
+	}
+	l.Client.Go(func() {
+		ctx, cancel := context.WithTimeout(l.Client.Context(), l.Config.TTL())
+		defer cancel()
+		retry(ctx, func() error { return l.Abandon(ctx, owner) })
+	})
+}
+
+func (l *Lock) undo(ctx context.Context, owner string) {
+	if l.Abandon != nil {
+		retry(ctx, func() error { return l.Abandon(ctx, owner) })
+	}
+	id := lease.NewRequestID()
+	retry(ctx, func() error {
+		if err := l.Release(ctx, owner, id, true); !errors.Is(err, lease.ErrNotHeld) {
+			return err
+		}
+		return nil
+	})
+}
+
+// retry runs op until it succeeds or ctx ends, backing off between tries.
+func retry(ctx context.Context, op func() error) {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 20 * time.Millisecond
+	b.MaxInterval = time.Second
+	b.MaxElapsedTime = 0
+	_ = backoff.Retry(op, backoff.WithContext(b, ctx))
+}
+
+// transient reports whether err may pass: a transport failure or a context
+// ending, after which the script may or may not have run. A Redis error reply
+// (a script error, WRONGTYPE) is not transient.
+func transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	if _, ok := rueidis.IsRedisErr(err); ok {
+		return false
+	}
+	return !errors.Is(err, lease.ErrInvalid) && !errors.Is(err, lease.ErrClosed)
+}
+
+func ctxErr(ctx context.Context, last error) error {
+	if last != nil && !errors.Is(last, ctx.Err()) {
+		return fmt.Errorf("%w (last attempt: %v)", ctx.Err(), last)
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,9 @@
+// Package redistest starts real redis-server processes for tests, on free
+// loopback ports, and injects real faults into them: kill -9 and restart,
+// SIGSTOP and SIGCONT, connections cut by a proxy. It never mocks Redis.
+//
+//	srv := redistest.Start(t)
+//	c, err := leasehold.Open(srv.Option())
+//
+// The server binary is redis-server from PATH, or $LEASEHOLD_REDIS_SERVER.
+package redistest

@@ -1,0 +1,226 @@
+package redistest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Server is one redis-server process owned by a test.
+type Server struct {
+	tb   testing.TB
+	port int
+	args []string
+	dir  string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	exit chan struct{} // closed when cmd has been waited for
+}
+
+// Binary is the redis-server the harness runs.
+func Binary() string {
+	if b := os.Getenv("LEASEHOLD_REDIS_SERVER"); b != "" {
+		return b
+	}
+	return "redis-server"
+}
+
+// Start runs a redis-server on a free loopback port, without persistence,
+// with the extra args given (e.g. "--enable-debug-command", "local"), and
+// stops it when the test ends. It fails the test if the server does not start.
+func Start(tb testing.TB, args ...string) *Server {
+	tb.Helper()
+	if _, err := exec.LookPath(Binary()); err != nil {
+		tb.Fatalf("redistest: %s not found (install it: apt-get install -y redis-server): %v", Binary(), err)
+	}
+	s := &Server{tb: tb, args: args, dir: tb.TempDir()}
+	var err error
+	for try := 0; try < 5; try++ {
+		if s.port, err = FreePort(); err != nil {
+			continue
+		}
+		if err = s.start(); err == nil {
+			tb.Cleanup(s.Stop)
+			return s
+		}
+	}
+	tb.Fatalf("redistest: start redis-server: %v", err)
+	return nil
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *Server) start() error {
+	argv := append([]string{
+		"--port", strconv.Itoa(s.port),
+		"--bind", "127.0.0.1",
+		"--save", "",
+		"--appendonly", "no",
+		"--dir", s.dir,
+		"--protected-mode", "no",
+		"--loglevel", "warning",
+	}, s.args...)
+	cmd := exec.Command(Binary(), argv...)
+	log, err := os.OpenFile(filepath.Join(s.dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer log.Close() // the child has its own descriptor
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exit := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exit) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := ping(s.Addr()); err == nil {
+			break
+		}
+		select {
+		case <-exit:
+			out, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+			return fmt.Errorf("redis-server on port %d exited at start: %s", s.port, out)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-exit
+			return fmt.Errorf("redis-server on port %d did not answer PING", s.port)
+		}
+	}
+	s.mu.Lock()
+	s.cmd, s.exit = cmd, exit
+	s.mu.Unlock()
+	return nil
+}
+
+func ping(addr string) error {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+PONG") {
+		return fmt.Errorf("PING answered %q", line)
+	}
+	return nil
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+// Port is the server's port.
+func (s *Server) Port() int { return s.port }
+
+// Option is a rueidis option for this server, for leasehold.Open. It keeps
+// rueidis' timeouts short so that tests of faults see them in good time.
+func (s *Server) Option() rueidis.ClientOption {
+	return rueidis.ClientOption{
+		InitAddress:      []string{s.Addr()},
+		ConnWriteTimeout: 2 * time.Second,
+		Dialer:           net.Dialer{Timeout: time.Second},
+	}
+}
+
+// Client returns a plain rueidis client (no client-side cache) closed when
+// the test ends: the test's own view of Redis.
+func (s *Server) Client() rueidis.Client {
+	s.tb.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr()}, DisableCache: true})
+	if err != nil {
+		s.tb.Fatalf("redistest: client: %v", err)
+	}
+	s.tb.Cleanup(c.Close)
+	return c
+}
+
+// Do runs one command on a fresh connection and returns its reply, failing
+// the test on a connection error (not on a Redis error reply).
+func (s *Server) Do(args ...string) rueidis.RedisResult {
+	s.tb.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr()}, DisableCache: true, DisableRetry: true})
+	if err != nil {
+		s.tb.Fatalf("redistest: client: %v", err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return c.Do(ctx, c.B().Arbitrary(args...).Build())
+}
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd != nil {
+		_ = cmd.Process.Signal(sig)
+	}
+}
+
+// Kill sends SIGKILL (kill -9) and waits for the process to die.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	cmd, exit := s.cmd, s.exit
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGCONT) // a stopped process must run to die
+	_ = cmd.Process.Kill()
+	<-exit
+}
+
+// Restart starts the server again on the same port, empty (no persistence).
+// It waits for the port to be free again if needed.
+func (s *Server) Restart() {
+	s.tb.Helper()
+	var err error
+	for try := 0; try < 50; try++ {
+		if err = s.start(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.tb.Fatalf("redistest: restart: %v", err)
+}
+
+// Pause stops the process (SIGSTOP): it keeps its connections but answers
+// nothing until Resume.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process (SIGCONT).
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+// Stop kills the server if it runs; tests need not call it.
+func (s *Server) Stop() { s.Kill() }

@@ -1,0 +1,20 @@
+// Package lease is what every leasehold lock hands its holder: a Lease with a
+// lifetime, the Locker interface the locks implement, the Future of an
+// asynchronous attempt, the sentinel errors, and the Keeper that renews
+// watchdog leases.
+//
+//	l, err := locker.Acquire(ctx)
+//	if err != nil { return err }
+//	defer l.Release(context.Background())
+//	select {
+//	case <-l.Lost(): // renewal failed, the lease expired, or the Client closed
+//		return l.Err()
+//	case res := <-work(l.Context()): // l.Context() is cancelled on loss
+//		...
+//	}
+//
+// Reentrancy flows through the context: Acquire(l.Context()) on the same lock
+// name, through the same Client, returns at once with the hold count raised.
+// Each such Lease is released on its own; the lock is free when the last one
+// is.
+package lease

@@ -1,0 +1,58 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+)
+
+// Lease is one acquisition of a lock. It is held until Release, or until it
+// is lost: then Lost is closed, Context is cancelled and Err says why.
+// Its methods are safe for concurrent use.
+type Lease struct {
+	hold     *Hold
+	token    uint64
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	released atomic.Bool
+}
+
+// Name is the lock name.
+func (l *Lease) Name() string { return l.hold.cfg.Name }
+
+// Token is the fencing token of this acquisition: strictly greater than the
+// token of every earlier acquisition of the same lock name, by any owner.
+// Hand it to the guarded resource, which refuses writes carrying a token lower
+// than one it has seen.
+func (l *Lease) Token() uint64 { return l.token }
+
+// Context carries the values of the context the lease was acquired with, and
+// this lease for reentrancy. It is cancelled when the lease is lost or
+// released, not when the acquiring context ends; context.Cause tells which.
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Lost is closed when the lease is lost: renewal found another owner, no
+// renewal was confirmed before the lease ran out, or the Client closed. The
+// channel stays open after a clean Release. Reentrant leases share their
+// first lease's Lost.
+func (l *Lease) Lost() <-chan struct{} { return l.hold.lost }
+
+// Err is nil while the lease is held, and after a clean Release. Once the
+// lease is lost it wraps ErrLost or ErrClosed with the reason.
+func (l *Lease) Err() error { return l.hold.Err() }
+
+// HoldCount is how many leases of this owner on this lock are not yet
+// released: 1 plus its reentrant leases still held.
+func (l *Lease) HoldCount() int { return l.hold.Leases() }
+
+// Release gives up this lease: the lock is free once every lease of the
+// owner is released. A release whose reply is lost is retried under the same
+// request id, so it is applied once. It returns an error wrapping ErrNotHeld
+// when the lease was released already or lost; Context is cancelled either way.
+func (l *Lease) Release(ctx context.Context) error {
+	if !l.released.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: %s: released already", ErrNotHeld, l.Name())
+	}
+	defer l.cancel(errReleased)
+	return l.hold.release(ctx)
+}

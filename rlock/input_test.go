@@ -1,0 +1,165 @@
+package rlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/rlock"
+	"github.com/leasehold/leasehold/script"
+)
+
+func TestBadInput(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv)
+	closed := open(t, srv)
+	closed.Close()
+	ctx := ctxTimeout(t, 5*time.Second)
+	tests := []struct {
+		name string
+		lock *rlock.Lock
+		want error
+	}{
+		{"empty name", rlock.New(c, ""), lease.ErrInvalid},
+		{"zero lease time", rlock.New(c, "x", leasehold.WithLeaseTime(0)), lease.ErrInvalid},
+		{"negative lease time", rlock.New(c, "x", leasehold.WithLeaseTime(-time.Second)), lease.ErrInvalid},
+		{"nil client", rlock.New(nil, "x"), lease.ErrInvalid},
+		{"closed client", rlock.New(closed, "x"), lease.ErrClosed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.lock.Acquire(ctx)
+			wantErr(t, err, tt.want)
+			_, err = tt.lock.TryAcquire(ctx)
+			wantErr(t, err, tt.want)
+			_, err = tt.lock.AcquireAsync(ctx).Result()
+			wantErr(t, err, tt.want)
+			_, err = tt.lock.IsLocked(ctx)
+			wantErr(t, err, tt.want)
+			_, err = tt.lock.RemainTTL(ctx)
+			wantErr(t, err, tt.want)
+			_, err = tt.lock.ForceRelease(ctx)
+			wantErr(t, err, tt.want)
+		})
+	}
+	t.Run("zero watchdog", func(t *testing.T) {
+		_, err := leasehold.Open(srv.Option(), leasehold.WithWatchdog(0))
+		wantErr(t, err, lease.ErrInvalid)
+	})
+	t.Run("nil rueidis client", func(t *testing.T) {
+		_, err := leasehold.New(nil)
+		wantErr(t, err, lease.ErrInvalid)
+	})
+	t.Run("error names the lock", func(t *testing.T) {
+		_, err := rlock.New(c, "named", leasehold.WithLeaseTime(-1)).Acquire(ctx)
+		if err == nil || !contains(err.Error(), "named") {
+			t.Fatalf("error %v does not name the lock", err)
+		}
+	})
+	t.Run("already cancelled ctx", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := rlock.New(c, "x").Acquire(cctx)
+		wantErr(t, err, context.Canceled)
+	})
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+// A release whose reply is lost is retried under the same request id: the
+// retry neither fails nor gives up a second hold. Without the unlock latch,
+// the retried inner release would decrement again and free a lock the outer
+// lease still holds.
+func TestReleaseRetriedAfterLostReply(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := redistest.NewProxy(t, srv.Addr())
+	opt := srv.Option()
+	opt.InitAddress = []string{proxy.Addr()}
+	c, err := leasehold.Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	other := open(t, srv)
+	ctx := ctxTimeout(t, 10*time.Second)
+	l := rlock.New(c, "retried")
+
+	// Load the scripts first, so that the dropped reply is the release's own.
+	warm := mustAcquire(t, l, ctx)
+	release(t, warm)
+
+	outer := mustAcquire(t, l, ctx)
+	inner := mustAcquire(t, l, outer.Context())
+	proxy.DropNextReply()
+	if err := inner.Release(ctx); err != nil {
+		t.Fatalf("inner Release with its reply lost: %v", err)
+	}
+	if proxy.Dropped() != 1 {
+		t.Fatalf("the proxy dropped %d replies, want the release's", proxy.Dropped())
+	}
+	if all, _ := srv.Do("HGETALL", "retried").AsStrMap(); len(all) != 1 {
+		t.Fatalf("lock hash after the retried inner release: %v, want the outer hold", all)
+	} else {
+		for _, n := range all {
+			if n != "1" {
+				t.Fatalf("hold count %s after the retried inner release, want 1", n)
+			}
+		}
+	}
+	_, err = rlock.New(other, "retried").TryAcquire(ctx)
+	wantErr(t, err, lease.ErrNotAcquired)
+
+	proxy.DropNextReply()
+	if err := outer.Release(ctx); err != nil {
+		t.Fatalf("outer Release with its reply lost: %v", err)
+	}
+	if proxy.Dropped() != 2 {
+		t.Fatalf("the proxy dropped %d replies, want both releases'", proxy.Dropped())
+	}
+	if n, _ := srv.Do("EXISTS", "retried").AsInt64(); n != 0 {
+		t.Fatal("lock still held after the retried release")
+	}
+	if isLost(outer) {
+		t.Fatalf("a retried release reported the lease lost: %v", outer.Err())
+	}
+}
+
+// The latch itself: the same request id twice releases once.
+func TestReleaseLatchScript(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv)
+	ctx := ctxTimeout(t, 5*time.Second)
+	l := rlock.New(c, "latched")
+	outer := mustAcquire(t, l, ctx)
+	_ = mustAcquire(t, l, outer.Context())
+	owner, _ := srv.Do("HKEYS", "latched").AsStrSlice()
+	run := func() int64 {
+		n, err := srv.Do("EVAL", releaseScript(t), "3", "latched", "redisson_lock__channel:{latched}",
+			"redisson_unlock_latch:{latched}:req-1", "0", "30000", owner[0], "5000", "0").AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if first, again := run(), run(); first != 0 || again != 0 {
+		t.Fatalf("release answers %d then %d, want 0 (still held) twice", first, again)
+	}
+	if n, _ := srv.Do("HGET", "latched", owner[0]).ToString(); n != "1" {
+		t.Fatalf("hold count %s after one release sent twice, want 1", n)
+	}
+}
+
+func releaseScript(t *testing.T) string {
+	t.Helper()
+	return script.LockRelease.Source()
+}

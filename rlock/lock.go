@@ -1,0 +1,140 @@
+package rlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/engine"
+	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/script"
+)
+
+// latch is how long a release's result is kept for a retry to find: the
+// release is retried within this window, then left to the lease's expiry.
+const latch = 5 * time.Second
+
+// scope keys reentrancy: a lease is reentrant for rlocks of the same Client.
+type scope struct{ c *leasehold.Client }
+
+// Lock is a reentrant lock on one name. It implements lease.Locker. Its
+// constructor does not fail: bad input is reported by the first Acquire.
+type Lock struct {
+	e engine.Lock
+}
+
+var _ lease.Locker = (*Lock)(nil)
+
+// New returns the reentrant lock name on c. Options: leasehold.WithLeaseTime
+// for a fixed lease instead of the watchdog.
+func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
+	l := &Lock{e: engine.Lock{
+		Client:  c,
+		Name:    name,
+		Scope:   scope{c},
+		Channel: script.LockChannel(name),
+		Key:     name,
+	}}
+	if c == nil {
+		return l
+	}
+	rc := c.Redis()
+	l.e.Config = c.LockConfig(opts...)
+	l.e.Try = func(ctx context.Context, owner string, ttl time.Duration) (script.Grant, error) {
+		return script.AcquireLock(ctx, rc, name, owner, ttl)
+	}
+	l.e.Release = func(ctx context.Context, owner, id string, all bool) error {
+		n, err := script.ReleaseLock(ctx, rc, name, owner, id, l.e.Config.TTL(), latch, all)
+		if err == nil && n == script.NotHeld {
+			return fmt.Errorf("%w: %s", lease.ErrNotHeld, name)
+		}
+		return err
+	}
+	l.e.Renewal = func(owner string, ttl time.Duration) *lease.Renewal {
+		return &lease.Renewal{Script: script.LockRenew, Keys: []string{name}, Args: []string{script.Ms(ttl), owner}}
+	}
+	return l
+}
+
+// Name is the lock name, the Redis key of its hash.
+func (l *Lock) Name() string { return l.e.Name }
+
+// Acquire blocks until the lock is held or ctx is done; ctx's deadline is the
+// wait (Redisson's waitTime). On failure it returns the error (ctx.Err() when
+// ctx ended) and holds nothing. If ctx carries a lease of this lock from the
+// same Client, Acquire re-enters: it raises the hold count and returns at once.
+func (l *Lock) Acquire(ctx context.Context) (*lease.Lease, error) { return l.e.Acquire(ctx) }
+
+// TryAcquire makes one attempt and does not wait: it returns an error wrapping
+// lease.ErrNotAcquired when another owner holds the lock.
+func (l *Lock) TryAcquire(ctx context.Context) (*lease.Lease, error) { return l.e.TryAcquire(ctx) }
+
+// AcquireAsync starts Acquire and returns at once. Cancelling the Future (or
+// ctx) before its lease is taken leaves nothing held.
+func (l *Lock) AcquireAsync(ctx context.Context) *lease.Future { return l.e.AcquireAsync(ctx) }
+
+func (l *Lock) redis() (rueidis.Client, error) {
+	if err := l.e.Check(); err != nil {
+		return nil, err
+	}
+	return l.e.Client.Redis(), nil
+}
+
+// IsLocked reports whether anyone holds the lock. It reads through the
+// client-side cache: no round trip while the cached answer stands. Like any
+// answer about a shared lock it may be stale by the time it returns; for a
+// moment after this Client's own acquire or release it may report the state
+// from before (Redis sends a client the invalidation of its own write just
+// after the write's reply).
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
+	rc, err := l.redis()
+	if err != nil {
+		return false, err
+	}
+	n, err := rc.DoCache(ctx, rc.B().Hlen().Key(l.e.Name).Cache(), time.Minute).AsInt64()
+	return n > 0, err
+}
+
+// HoldCount is how many leases the owner whose lease ctx carries holds on
+// this lock: 1 plus its reentrant leases not yet released; 0 when ctx carries
+// no lease of this lock from this Client, or that lease is no longer held.
+// The count is the one the owner keeps in Redis; reading it costs no round trip.
+func (l *Lock) HoldCount(ctx context.Context) (int, error) {
+	if _, err := l.redis(); err != nil {
+		return 0, err
+	}
+	return lease.HoldFrom(ctx, l.e.Scope, l.e.Name).Leases(), nil
+}
+
+// RemainTTL is how long the current holder's lease still runs: 0 when the
+// lock is free, -1ns when it is held with no expiry.
+func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
+	rc, err := l.redis()
+	if err != nil {
+		return 0, err
+	}
+	ms, err := rc.Do(ctx, rc.B().Pttl().Key(l.e.Name).Build()).AsInt64()
+	switch {
+	case err != nil:
+		return 0, err
+	case ms == -2:
+		return 0, nil
+	case ms < 0:
+		return -1, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// ForceRelease deletes the lock whoever holds it and wakes its waiters, for
+// operators. It reports whether there was a lock to delete. The holder learns
+// of the loss at its next renewal.
+func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
+	rc, err := l.redis()
+	if err != nil {
+		return false, err
+	}
+	return script.ForceReleaseLock(ctx, rc, l.e.Name)
+}

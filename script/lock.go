@@ -1,0 +1,90 @@
+package script
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// The reentrant lock's scripts (rlock).
+var (
+	LockAcquire      = load("lock_acquire")
+	LockRelease      = load("lock_release")
+	LockRenew        = load("lock_renew")
+	LockForceRelease = load("lock_force_release")
+)
+
+// UnlockMessage is published on a lock's channel when it is fully released.
+const UnlockMessage = "0"
+
+// Grant is the answer to one acquisition attempt.
+type Grant struct {
+	// Acquired reports whether the owner now holds the lock.
+	Acquired bool
+	// Token is the fencing token drawn by this acquisition (when Acquired).
+	Token uint64
+	// Count is the owner's hold count after this acquisition (when Acquired).
+	Count int64
+	// Wait is how long the current holder's lease still runs (when not
+	// Acquired); zero or less when Redis gave no expiry.
+	Wait time.Duration
+}
+
+// Release outcomes, as the release scripts return them.
+const (
+	NotHeld   int64 = -1 // the owner did not hold the lock
+	StillHeld int64 = 0  // a hold was given up; the owner still holds the lock
+	Freed     int64 = 1  // the lock is free
+)
+
+// Ms formats d in whole milliseconds, at least 1, as scripts take durations.
+func Ms(d time.Duration) string {
+	ms := d.Milliseconds()
+	if ms < 1 {
+		ms = 1
+	}
+	return strconv.FormatInt(ms, 10)
+}
+
+// ParseGrant reads the {1, token, count} or {0, pttl} reply of an acquire script.
+func ParseGrant(res rueidis.RedisResult) (Grant, error) {
+	v, err := res.AsIntSlice()
+	if err != nil {
+		return Grant{}, err
+	}
+	switch {
+	case len(v) == 3 && v[0] == 1:
+		return Grant{Acquired: true, Token: uint64(v[1]), Count: v[2]}, nil
+	case len(v) == 2 && v[0] == 0:
+		return Grant{Wait: time.Duration(v[1]) * time.Millisecond}, nil
+	}
+	return Grant{}, fmt.Errorf("script: unexpected acquire reply %v", v)
+}
+
+// AcquireLock runs lock_acquire: take or re-enter the lock name for owner
+// with the given lease.
+func AcquireLock(ctx context.Context, c rueidis.Client, name, owner string, lease time.Duration) (Grant, error) {
+	return ParseGrant(LockAcquire.Exec(ctx, c, []string{name, TokenKey(name)}, []string{Ms(lease), owner}))
+}
+
+// ReleaseLock runs lock_release for one hold of owner, or every hold when all
+// is set. requestID names the release so that a retry is answered from the
+// latch; latch is how long that answer is kept.
+func ReleaseLock(ctx context.Context, c rueidis.Client, name, owner, requestID string, lease, latch time.Duration, all bool) (int64, error) {
+	every := "0"
+	if all {
+		every = "1"
+	}
+	return LockRelease.Exec(ctx, c,
+		[]string{name, LockChannel(name), UnlockLatchKey(name, requestID)},
+		[]string{UnlockMessage, Ms(lease), owner, Ms(latch), every}).AsInt64()
+}
+
+// ForceReleaseLock runs lock_force_release: it reports whether a lock was deleted.
+func ForceReleaseLock(ctx context.Context, c rueidis.Client, name string) (bool, error) {
+	n, err := LockForceRelease.Exec(ctx, c, []string{name, LockChannel(name)}, []string{UnlockMessage}).AsInt64()
+	return n == 1, err
+}

@@ -1,0 +1,18 @@
+-- lock_acquire: take the reentrant lock NAME for OWNER, or re-enter it if
+-- OWNER already holds it, and draw a fencing token (Redisson's RLock and
+-- RFencedLock layout).
+--
+-- KEYS[1]  NAME                        hash: OWNER -> hold count
+-- KEYS[2]  redisson_lock_token:{NAME}  fencing counter
+-- ARGV[1]  lease time, ms
+-- ARGV[2]  OWNER (CLIENT_ID:LEASE_ID)
+--
+-- Returns {1, token, hold count} when OWNER holds the lock,
+--         {0, pttl}              when another owner does (pttl in ms, -1: no expiry).
+if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  local token = redis.call('incr', KEYS[2])
+  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {1, token, count}
+end
+return {0, redis.call('pttl', KEYS[1])}
