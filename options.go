@@ -66,6 +66,32 @@ func WithLeaseTime(d time.Duration) LockOption {
 	})
 }
 
+// DefaultQueueTimeout is how long a fair-lock waiter keeps its place in the
+// queue without refreshing it, when WithQueueTimeout is not given (Redisson's
+// threadWaitTime).
+const DefaultQueueTimeout = 5 * time.Second
+
+// WithQueueTimeout sets how long a waiter of a fair lock (fairqueue) keeps its
+// place in the queue without refreshing it: a waiter that vanishes (its
+// process died) is skipped once this has passed. Live waiters refresh their
+// place well within it. Other locks ignore it. Default: 5s.
+func WithQueueTimeout(d time.Duration) LockOption {
+	return lockOptionFunc(func(c *LockConfig) {
+		if d <= 0 {
+			c.Err = fmt.Errorf("%w: queue timeout %v is not positive", lease.ErrInvalid, d)
+			return
+		}
+		c.QueueTimeout = d
+	})
+}
+
+// WithWriterPreference makes a read-write lock (rw) hold back new readers
+// while a writer waits, so a stream of readers cannot starve writers. Other
+// locks ignore it. Default: no preference, as Redisson.
+func WithWriterPreference() LockOption {
+	return lockOptionFunc(func(c *LockConfig) { c.WriterPreference = true })
+}
+
 // LockConfig is the configuration of one lock, resolved from its LockOptions
 // and its Client. Lock implementations read it; Client.LockConfig makes one.
 type LockConfig struct {
@@ -73,6 +99,11 @@ type LockConfig struct {
 	LeaseTime time.Duration
 	// Watchdog is the Client's watchdog lease.
 	Watchdog time.Duration
+	// QueueTimeout is a fair-lock waiter's time in the queue between refreshes.
+	QueueTimeout time.Duration
+	// WriterPreference makes a read-write lock hold back readers while a
+	// writer waits.
+	WriterPreference bool
 	// Err is the first invalid option, returned by the lock's first Acquire.
 	Err error
 }

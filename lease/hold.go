@@ -64,12 +64,13 @@ type Hold struct {
 	cancel context.CancelCauseFunc
 	lost   chan struct{}
 
-	mu     sync.Mutex
-	state  state
-	err    error // why the hold was lost
-	leases int   // Leases not yet released
-	timer  *time.Timer
-	keeper *Keeper
+	mu       sync.Mutex
+	state    state
+	err      error // why the hold was lost
+	leases   int   // Leases not yet released
+	timer    *time.Timer
+	deadline time.Time
+	keeper   *Keeper
 }
 
 // NewHold returns a held Hold with no Lease yet. Hand it to Keeper.Track, then
@@ -100,6 +101,14 @@ func (h *Hold) Leases() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.leases
+}
+
+// Deadline is the hold's local deadline: when it is lost unless a renewal is
+// confirmed first. Zero when the hold has none (not kept by a Keeper).
+func (h *Hold) Deadline() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.deadline
 }
 
 // Lost is closed when the hold is lost; it stays open after a clean release.
@@ -200,7 +209,8 @@ func (h *Hold) startDeadline(sent time.Time) {
 		why = "the lease time ran out"
 	}
 	cause := fmt.Errorf("%w: %s: %s", ErrLost, h.cfg.Name, why)
-	h.timer = time.AfterFunc(time.Until(sent.Add(h.cfg.TTL-drift(h.cfg.TTL))), func() { h.Lose(cause) })
+	h.deadline = sent.Add(h.cfg.TTL - drift(h.cfg.TTL))
+	h.timer = time.AfterFunc(time.Until(h.deadline), func() { h.Lose(cause) })
 }
 
 // confirm moves the deadline after a renewal sent at sent was confirmed.
@@ -208,7 +218,8 @@ func (h *Hold) confirm(sent time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.state == held && h.timer != nil {
-		h.timer.Reset(time.Until(sent.Add(h.cfg.TTL - drift(h.cfg.TTL))))
+		h.deadline = sent.Add(h.cfg.TTL - drift(h.cfg.TTL))
+		h.timer.Reset(time.Until(h.deadline))
 	}
 }
 

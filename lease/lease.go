@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 )
 
 // Lease is one acquisition of a lock. It is held until Release, or until it
@@ -40,6 +41,13 @@ func (l *Lease) Lost() <-chan struct{} { return l.hold.lost }
 // Err is nil while the lease is held, and after a clean Release. Once the
 // lease is lost it wraps ErrLost or ErrClosed with the reason.
 func (l *Lease) Err() error { return l.hold.Err() }
+
+// Deadline is when the lease is lost unless a renewal is confirmed first:
+// the last confirmed renewal (or the acquisition) plus the lease time, less a
+// margin for clock drift. A watchdog lease's deadline moves forward with each
+// renewal; a fixed lease's does not. Zero for a lease with no deadline of its
+// own (one made of other leases, as quorum's).
+func (l *Lease) Deadline() time.Time { return l.hold.Deadline() }
 
 // HoldCount is how many leases of this owner on this lock are not yet
 // released: 1 plus its reentrant leases still held.
