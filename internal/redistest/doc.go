@@ -5,5 +5,7 @@
 //	srv := redistest.Start(t)
 //	c, err := leasehold.Open(srv.Option())
 //
+// Launch does the same for programs (the examples), without a test.
+//
 // The server binary is redis-server from PATH, or $LEASEHOLD_REDIS_SERVER.
 package redistest

@@ -18,12 +18,14 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// Server is one redis-server process owned by a test.
+// Server is one redis-server process owned by a test (Start) or a program
+// (Launch).
 type Server struct {
-	tb   testing.TB
-	port int
-	args []string
-	dir  string
+	tb      testing.TB // nil for Launch
+	port    int
+	args    []string
+	dir     string
+	tempDir bool // dir was made by Launch and is removed by Stop
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -43,22 +45,43 @@ func Binary() string {
 // stops it when the test ends. It fails the test if the server does not start.
 func Start(tb testing.TB, args ...string) *Server {
 	tb.Helper()
-	if _, err := exec.LookPath(Binary()); err != nil {
-		tb.Fatalf("redistest: %s not found (install it: apt-get install -y redis-server): %v", Binary(), err)
-	}
 	s := &Server{tb: tb, args: args, dir: tb.TempDir()}
+	if err := s.launch(); err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// Launch runs a redis-server as Start does, for a program rather than a test
+// (the examples): the caller must Stop it.
+func Launch(args ...string) (*Server, error) {
+	dir, err := os.MkdirTemp("", "leasehold-redis-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{args: args, dir: dir, tempDir: true}
+	if err := s.launch(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) launch() error {
+	if _, err := exec.LookPath(Binary()); err != nil {
+		return fmt.Errorf("%s not found (install it: apt-get install -y redis-server): %w", Binary(), err)
+	}
 	var err error
 	for try := 0; try < 5; try++ {
 		if s.port, err = FreePort(); err != nil {
 			continue
 		}
 		if err = s.start(); err == nil {
-			tb.Cleanup(s.Stop)
-			return s
+			return nil
 		}
 	}
-	tb.Fatalf("redistest: start redis-server: %v", err)
-	return nil
+	return fmt.Errorf("start redis-server: %w", err)
 }
 
 // FreePort returns a loopback TCP port that was free a moment ago.
@@ -202,15 +225,18 @@ func (s *Server) Kill() {
 }
 
 // Restart starts the server again on the same port, empty (no persistence).
-// It waits for the port to be free again if needed.
+// It waits for the port to be free again if needed, and fails the test if
+// the server does not come back.
 func (s *Server) Restart() {
-	s.tb.Helper()
 	var err error
 	for try := 0; try < 50; try++ {
 		if err = s.start(); err == nil {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	if s.tb == nil {
+		panic("redistest: restart: " + err.Error())
 	}
 	s.tb.Fatalf("redistest: restart: %v", err)
 }
@@ -222,5 +248,11 @@ func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
 // Resume continues a paused process (SIGCONT).
 func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
 
-// Stop kills the server if it runs; tests need not call it.
-func (s *Server) Stop() { s.Kill() }
+// Stop kills the server if it runs; tests need not call it (Start stops it
+// when the test ends), programs that Launch must.
+func (s *Server) Stop() {
+	s.Kill()
+	if s.tempDir {
+		os.RemoveAll(s.dir)
+	}
+}

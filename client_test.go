@@ -1,0 +1,156 @@
+package leasehold_test
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"go.uber.org/goleak"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/rlock"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var uuid = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+func TestIDAndOwner(t *testing.T) {
+	srv := redistest.Start(t)
+	a, err := leasehold.Open(srv.Option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := leasehold.Open(srv.Option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if !uuid.MatchString(a.ID()) || a.ID() == b.ID() {
+		t.Fatalf("IDs %q, %q: want two distinct UUIDs", a.ID(), b.ID())
+	}
+	o1, o2 := a.NewOwner(), a.NewOwner()
+	if o1 == o2 || o1[:len(a.ID())+1] != a.ID()+":" {
+		t.Fatalf("owners %q, %q", o1, o2)
+	}
+}
+
+// Open keeps one connection per node unless told otherwise: scripts,
+// subscriptions and invalidations all ride on it.
+func TestOpenUsesOneConnection(t *testing.T) {
+	srv := redistest.Start(t)
+	c, err := leasehold.Open(srv.Option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	held, err := rlock.New(c, "one-conn").Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := leasehold.Open(srv.Option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	otherHeld, err := rlock.New(other, "one-conn-2").Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// c waits on a lock other holds: a subscription on c's connection.
+	f := rlock.New(c, "one-conn-2").AcquireAsync(ctx)
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Hub().Stats().Subscriptions != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("no subscription")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	clients, err := srv.Do("CLIENT", "LIST").ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// c, other and the CLIENT LIST connection itself; c's one connection
+	// carries its subscription (sub=1) and its cache tracking (flag t).
+	if n := len(regexp.MustCompile(`(?m)^(txt:)?id=`).FindAllString(clients, -1)); n != 3 {
+		t.Fatalf("%d connections, want 3 (one per Client and this one):\n%s", n, clients)
+	}
+	if !regexp.MustCompile(`flags=Pt .*sub=1 `).MatchString(clients) {
+		t.Fatalf("no connection carries both a subscription and tracking:\n%s", clients)
+	}
+	_ = otherHeld.Release(ctx)
+	l, err := f.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Release(ctx)
+	_ = held.Release(ctx)
+}
+
+// New wraps a client the caller owns: Close leaves it open.
+func TestNewLeavesClientOpen(t *testing.T) {
+	srv := redistest.Start(t)
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	c, err := leasehold.New(rc, leasehold.WithWatchdog(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := rlock.New(c, "wrapped").Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(l.Err(), lease.ErrClosed) {
+		t.Fatalf("lease after Close: %v", l.Err())
+	}
+	if err := rc.Do(ctx, rc.B().Ping().Build()).Error(); err != nil {
+		t.Fatalf("the caller's client after Close: %v", err)
+	}
+	if n, _ := rc.Do(ctx, rc.B().Exists().Key("wrapped").Build()).AsInt64(); n != 0 {
+		t.Fatal("Close left its lock held")
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if !errors.Is(c.Err(), lease.ErrClosed) {
+		t.Fatalf("Err after Close = %v", c.Err())
+	}
+}
+
+func TestOpenUnreachable(t *testing.T) {
+	port, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = leasehold.Open(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:" + itoa(port)}})
+	if err == nil {
+		t.Fatal("Open of a closed port succeeded")
+	}
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; n > 0; n /= 10 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+	}
+	return string(b)
+}

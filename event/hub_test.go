@@ -1,0 +1,201 @@
+package event_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"go.uber.org/goleak"
+
+	"github.com/leasehold/leasehold/event"
+	"github.com/leasehold/leasehold/internal/redistest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newHub returns a hub on its own rueidis client (one connection) to addr,
+// with invalidations wired; both close when the test ends.
+func newHub(t *testing.T, addr string) (*event.Hub, rueidis.Client) {
+	t.Helper()
+	var hub *event.Hub
+	ready := make(chan struct{})
+	rc, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:       []string{addr},
+		PipelineMultiplex: -1,
+		ConnWriteTimeout:  2 * time.Second,
+		OnInvalidations: func(keys []rueidis.RedisMessage) {
+			select {
+			case <-ready:
+				hub.Invalidate(keys)
+			default:
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub = event.NewHub(rc, true)
+	close(ready)
+	t.Cleanup(func() { hub.Close(); rc.Close() })
+	return hub, rc
+}
+
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func numsub(srv *redistest.Server, channel string) int64 {
+	v, err := srv.Do("PUBSUB", "NUMSUB", channel).ToArray()
+	if err != nil || len(v) != 2 {
+		return -1
+	}
+	n, _ := v[1].AsInt64()
+	return n
+}
+
+func watchReady(t *testing.T, h *event.Hub, channel, key string) *event.Waiter {
+	t.Helper()
+	w, err := h.Watch(channel, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.Ready():
+	case <-time.After(5 * time.Second):
+		t.Fatal("subscription never confirmed")
+	}
+	return w
+}
+
+func woken(w *event.Waiter, within time.Duration) bool {
+	select {
+	case <-w.C():
+		return true
+	case <-time.After(within):
+		return false
+	}
+}
+
+// Many waiters on one channel share one subscription, dropped with the last.
+func TestOneSubscriptionPerChannel(t *testing.T) {
+	srv := redistest.Start(t)
+	h, _ := newHub(t, srv.Addr())
+	var ws []*event.Waiter
+	for i := 0; i < 50; i++ {
+		ws = append(ws, watchReady(t, h, "ch", "k"))
+	}
+	if n := numsub(srv, "ch"); n != 1 {
+		t.Fatalf("PUBSUB NUMSUB ch = %d with 50 waiters, want 1", n)
+	}
+	if s := h.Stats(); s.Subscriptions != 1 || s.Waiters != 50 {
+		t.Fatalf("Stats = %+v", s)
+	}
+	for _, w := range ws {
+		w.Leave(false)
+	}
+	eventually(t, 5*time.Second, "subscription dropped", func() bool { return numsub(srv, "ch") == 0 })
+	if s := h.Stats(); s.Subscriptions != 0 || s.Waiters != 0 {
+		t.Fatalf("Stats after all left = %+v", s)
+	}
+}
+
+// A message wakes one waiter, the longest waiting; "1" wakes them all.
+func TestWakeOneAndAll(t *testing.T) {
+	srv := redistest.Start(t)
+	h, _ := newHub(t, srv.Addr())
+	ws := []*event.Waiter{watchReady(t, h, "ch", ""), watchReady(t, h, "ch", ""), watchReady(t, h, "ch", "")}
+	defer func() {
+		for _, w := range ws {
+			w.Leave(false)
+		}
+	}()
+	srv.Do("PUBLISH", "ch", "0")
+	if !woken(ws[0], 5*time.Second) {
+		t.Fatal("the oldest waiter was not woken")
+	}
+	for _, w := range ws[1:] {
+		if woken(w, 50*time.Millisecond) {
+			t.Fatal("one message woke more than one waiter")
+		}
+	}
+	srv.Do("PUBLISH", "ch", event.WakeAllMessage)
+	for i, w := range ws {
+		if !woken(w, 5*time.Second) {
+			t.Fatalf("waiter %d not woken by the wake-all message", i)
+		}
+	}
+}
+
+// A waiter that leaves with a wake-up it did not act on hands it on: a
+// release is never lost to a waiter that gave up.
+func TestLeaveHandsWakeOn(t *testing.T) {
+	srv := redistest.Start(t)
+	h, _ := newHub(t, srv.Addr())
+	a, b := watchReady(t, h, "ch", ""), watchReady(t, h, "ch", "")
+	defer b.Leave(false)
+	srv.Do("PUBLISH", "ch", "0")
+	eventually(t, 5*time.Second, "a wake-up delivered", func() bool { return h.Stats().Wakeups == 1 })
+	a.Leave(false) // without receiving it
+	if !woken(b, 5*time.Second) {
+		t.Fatal("the wake-up was lost with the waiter that left")
+	}
+}
+
+// After the connection is cut, every waiter is woken (a release may have
+// gone unheard) and the subscription comes back.
+func TestResubscribeAfterCut(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := redistest.NewProxy(t, srv.Addr())
+	h, _ := newHub(t, proxy.Addr())
+	w := watchReady(t, h, "ch", "")
+	defer w.Leave(false)
+	proxy.Cut()
+	if !woken(w, 5*time.Second) {
+		t.Fatal("waiter not woken when its subscription's connection broke")
+	}
+	eventually(t, 10*time.Second, "subscribed again", func() bool { return numsub(srv, "ch") == 1 })
+	for woken(w, 10*time.Millisecond) { // drain the wake-up of the resubscription
+	}
+	srv.Do("PUBLISH", "ch", "0")
+	if !woken(w, 5*time.Second) {
+		t.Fatal("no wake-up from a message after resubscribing")
+	}
+}
+
+// A change of a tracked lock key wakes a waiter, with no message at all.
+func TestInvalidationWakes(t *testing.T) {
+	srv := redistest.Start(t)
+	h, _ := newHub(t, srv.Addr())
+	srv.Do("HSET", "lockkey", "owner", "1")
+	w := watchReady(t, h, "ch", "lockkey")
+	defer w.Leave(false)
+	if err := w.Track(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv.Do("DEL", "lockkey")
+	if !woken(w, 5*time.Second) {
+		t.Fatal("no wake-up from the invalidation of the lock key")
+	}
+}
+
+func TestWatchAfterClose(t *testing.T) {
+	srv := redistest.Start(t)
+	h, _ := newHub(t, srv.Addr())
+	w := watchReady(t, h, "ch", "")
+	h.Close()
+	if !woken(w, time.Second) {
+		t.Fatal("Close did not wake a registered waiter")
+	}
+	w.Leave(false)
+	if _, err := h.Watch("ch", ""); err != event.ErrClosed {
+		t.Fatalf("Watch after Close = %v, want ErrClosed", err)
+	}
+}
