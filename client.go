@@ -155,7 +155,8 @@ func (c *Client) Keeper() *lease.Keeper { return c.keeper }
 
 // NewOwner returns a fresh owner field, CLIENT_ID:LEASE_ID, for one acquisition.
 func (c *Client) NewOwner() string {
-	return c.id + ":" + strconv.FormatUint(c.seq.Add(1), 10)
+	var b [64]byte
+	return string(strconv.AppendUint(append(append(b[:0], c.id...), ':'), c.seq.Add(1), 10))
 }
 
 // LockConfig resolves a lock's options against the Client's settings.

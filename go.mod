@@ -9,4 +9,11 @@ require (
 	golang.org/x/sync v0.24.0
 )
 
-require golang.org/x/sys v0.47.0 // indirect
+require (
+	github.com/bsm/redislock v0.10.0 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/go-redsync/redsync/v4 v4.18.1 // indirect
+	github.com/redis/go-redis/v9 v9.23.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)

@@ -54,15 +54,18 @@ const (
 	released              // every Lease on the hold was released
 )
 
+// closed is the Lost channel of a hold lost before anyone asked for it.
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // Hold is one owner's claim on a lock, shared by the Lease of the first
 // acquisition and the Leases of its reentrant acquisitions. Lock
 // implementations create it with NewHold once their acquire script
 // succeeded; users only meet it through Lease.
+//
+// Its context and Lost channel are made when first asked for: a lock taken
+// and released in a hot loop pays for neither.
 type Hold struct {
-	cfg    HoldConfig
-	ctx    context.Context // cancelled when the hold ends; parent of every Lease's context
-	cancel context.CancelCauseFunc
-	lost   chan struct{}
+	cfg HoldConfig
 
 	mu       sync.Mutex
 	state    state
@@ -71,14 +74,14 @@ type Hold struct {
 	timer    *time.Timer
 	deadline time.Time
 	keeper   *Keeper
+	ctx      context.Context // parent of the Leases' contexts, cancelled when the hold ends
+	cancel   context.CancelCauseFunc
+	lost     chan struct{}
 }
 
 // NewHold returns a held Hold with no Lease yet. Hand it to Keeper.Track, then
-// create its first Lease with NewLease.
-func NewHold(cfg HoldConfig) *Hold {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	return &Hold{cfg: cfg, ctx: ctx, cancel: cancel, lost: make(chan struct{})}
-}
+// create its first Lease with NewLease. cfg.Scope must be comparable.
+func NewHold(cfg HoldConfig) *Hold { return &Hold{cfg: cfg} }
 
 // Name is the lock name.
 func (h *Hold) Name() string { return h.cfg.Name }
@@ -112,7 +115,17 @@ func (h *Hold) Deadline() time.Time {
 }
 
 // Lost is closed when the hold is lost; it stays open after a clean release.
-func (h *Hold) Lost() <-chan struct{} { return h.lost }
+func (h *Hold) Lost() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lost == nil {
+		if h.state == lost {
+			return closed
+		}
+		h.lost = make(chan struct{})
+	}
+	return h.lost
+}
 
 // Err reports why the hold was lost, nil while it is not.
 func (h *Hold) Err() error {
@@ -121,27 +134,44 @@ func (h *Hold) Err() error {
 	return h.err
 }
 
-// holdKey is the context key under which a Lease's context carries its hold.
-type holdKey struct {
-	scope any
-	name  string
+// context returns the hold's context, made on first use and cancelled at
+// once if the hold has ended. Called with h.mu held.
+func (h *Hold) context() context.Context {
+	if h.ctx == nil {
+		h.ctx, h.cancel = context.WithCancelCause(context.Background())
+		switch h.state {
+		case lost:
+			h.cancel(h.err)
+		case released:
+			h.cancel(errReleased)
+		}
+	}
+	return h.ctx
 }
+
+// leaseKey is the context key under which a Lease's context finds itself.
+// Being of zero size, it costs no allocation to look up.
+type leaseKey struct{}
 
 // HoldFrom returns the hold that ctx carries for the lock (scope, name), nil
 // when ctx carries none or that hold has ended. Lock implementations call it
 // to detect a reentrant acquisition.
 func HoldFrom(ctx context.Context, scope any, name string) *Hold {
-	h, _ := ctx.Value(holdKey{scope, name}).(*Hold)
-	if h == nil || !h.Held() {
-		return nil
+	for c, _ := ctx.Value(leaseKey{}).(*leaseContext); c != nil; c, _ = c.lease.parent.Value(leaseKey{}).(*leaseContext) {
+		if h := c.lease.hold; h.cfg.Name == name && h.cfg.Scope == scope {
+			if !h.Held() {
+				return nil
+			}
+			return h
+		}
 	}
-	return h
+	return nil
 }
 
-// NewLease adds a Lease to the hold. The Lease's context carries the values of
-// parent and the hold itself (for reentrancy), but not parent's cancellation:
-// the wait for a lock ends when it is held, the lease lives on. It returns an
-// error wrapping ErrNotHeld when the hold has ended.
+// NewLease adds a Lease to the hold. The Lease's context will carry the values
+// of parent and the lease itself (for reentrancy), but not parent's
+// cancellation: the wait for a lock ends when it is held, the lease lives on.
+// It returns an error wrapping ErrNotHeld when the hold has ended.
 func (h *Hold) NewLease(parent context.Context, token uint64) (*Lease, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -149,25 +179,26 @@ func (h *Hold) NewLease(parent context.Context, token uint64) (*Lease, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNotHeld, h.cfg.Name)
 	}
 	h.leases++
-	base := context.WithValue(merged{Context: h.ctx, values: parent}, holdKey{h.cfg.Scope, h.cfg.Name}, h)
-	ctx, cancel := context.WithCancelCause(base)
-	return &Lease{hold: h, token: token, ctx: ctx, cancel: cancel}, nil
+	return &Lease{hold: h, token: token, parent: parent}, nil
 }
 
-// merged is the hold's context (cancellation, no deadline) with the values of
-// the context the lease was acquired with. Because Value finds the hold's
-// cancelCtx first, a context derived from merged is cancelled with the hold
-// without a goroutine to watch it.
-type merged struct {
+// leaseContext is a Lease's context before its own cancellation: the hold's
+// context (cancellation, no deadline) with the values of the context the lease
+// was acquired with. Because Value finds the hold's cancelCtx first, a context
+// derived from it is cancelled with the hold without a goroutine to watch it.
+type leaseContext struct {
 	context.Context
-	values context.Context
+	lease *Lease
 }
 
-func (m merged) Value(key any) any {
-	if v := m.Context.Value(key); v != nil {
+func (c *leaseContext) Value(key any) any {
+	if _, ok := key.(leaseKey); ok {
+		return c
+	}
+	if v := c.Context.Value(key); v != nil {
 		return v
 	}
-	return m.values.Value(key)
+	return c.lease.parent.Value(key)
 }
 
 // Lose ends the hold as lost with cause: Lost is closed and every Lease's
@@ -180,11 +211,15 @@ func (h *Hold) Lose(cause error) {
 	}
 	h.state, h.err = lost, cause
 	h.stopTimer()
+	// Contexts first: whoever sees Lost closed finds them cancelled.
+	if h.cancel != nil {
+		h.cancel(cause)
+	}
+	if h.lost != nil {
+		close(h.lost)
+	}
 	k := h.keeper
 	h.mu.Unlock()
-	// Contexts first: whoever sees Lost closed finds them cancelled.
-	h.cancel(cause)
-	close(h.lost)
 	if k != nil {
 		k.forget(h)
 	}
@@ -204,13 +239,17 @@ func (h *Hold) startDeadline(sent time.Time) {
 	if h.state != held {
 		return
 	}
+	h.deadline = sent.Add(h.cfg.TTL - drift(h.cfg.TTL))
+	h.timer = time.AfterFunc(time.Until(h.deadline), h.expire)
+}
+
+// expire is the deadline timer's function.
+func (h *Hold) expire() {
 	why := "no renewal was confirmed within the lease time"
 	if h.cfg.Renew == nil {
 		why = "the lease time ran out"
 	}
-	cause := fmt.Errorf("%w: %s: %s", ErrLost, h.cfg.Name, why)
-	h.deadline = sent.Add(h.cfg.TTL - drift(h.cfg.TTL))
-	h.timer = time.AfterFunc(time.Until(h.deadline), func() { h.Lose(cause) })
+	h.Lose(fmt.Errorf("%w: %s: %s", ErrLost, h.cfg.Name, why))
 }
 
 // confirm moves the deadline after a renewal sent at sent was confirmed.
@@ -263,9 +302,11 @@ func (h *Hold) release(ctx context.Context) error {
 		h.mu.Lock()
 		if h.state == held {
 			h.state = released
+			if h.cancel != nil {
+				h.cancel(errReleased)
+			}
 		}
 		h.mu.Unlock()
-		h.cancel(errReleased)
 	}
 	if err != nil {
 		return fmt.Errorf("lease: %s: release: %w", h.cfg.Name, err)
@@ -278,6 +319,10 @@ func (h *Hold) release(ctx context.Context) error {
 // which Redis has let the lock go anyway) or until ctx ends.
 func (h *Hold) releaseRetrying(ctx context.Context, all bool) error {
 	id := NewRequestID()
+	err := h.cfg.Release(ctx, id, all)
+	if err == nil || errors.Is(err, ErrNotHeld) || ctx.Err() != nil {
+		return err
+	}
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = 20 * time.Millisecond
 	b.MaxInterval = time.Second

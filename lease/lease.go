@@ -13,9 +13,10 @@ import (
 type Lease struct {
 	hold     *Hold
 	token    uint64
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
+	parent   context.Context // the acquiring context: its values, not its cancellation
 	released atomic.Bool
+	ctx      context.Context // made on first use, under hold.mu
+	cancel   context.CancelCauseFunc
 }
 
 // Name is the lock name.
@@ -30,13 +31,24 @@ func (l *Lease) Token() uint64 { return l.token }
 // Context carries the values of the context the lease was acquired with, and
 // this lease for reentrancy. It is cancelled when the lease is lost or
 // released, not when the acquiring context ends; context.Cause tells which.
-func (l *Lease) Context() context.Context { return l.ctx }
+func (l *Lease) Context() context.Context {
+	h := l.hold
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l.ctx == nil {
+		l.ctx, l.cancel = context.WithCancelCause(&leaseContext{Context: h.context(), lease: l})
+		if l.released.Load() {
+			l.cancel(errReleased)
+		}
+	}
+	return l.ctx
+}
 
 // Lost is closed when the lease is lost: renewal found another owner, no
 // renewal was confirmed before the lease ran out, or the Client closed. The
 // channel stays open after a clean Release. Reentrant leases share their
 // first lease's Lost.
-func (l *Lease) Lost() <-chan struct{} { return l.hold.lost }
+func (l *Lease) Lost() <-chan struct{} { return l.hold.Lost() }
 
 // Err is nil while the lease is held, and after a clean Release. Once the
 // lease is lost it wraps ErrLost or ErrClosed with the reason.
@@ -61,6 +73,12 @@ func (l *Lease) Release(ctx context.Context) error {
 	if !l.released.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: %s: released already", ErrNotHeld, l.Name())
 	}
-	defer l.cancel(errReleased)
+	defer func() {
+		l.hold.mu.Lock()
+		if l.cancel != nil {
+			l.cancel(errReleased)
+		}
+		l.hold.mu.Unlock()
+	}()
 	return l.hold.release(ctx)
 }

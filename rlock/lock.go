@@ -43,18 +43,19 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	}
 	rc := c.Redis()
 	l.e.Config = c.LockConfig(opts...)
-	l.e.Try = func(ctx context.Context, owner string, ttl time.Duration) (script.Grant, error) {
-		return script.AcquireLock(ctx, rc, name, owner, ttl)
+	s := script.NewLock(name, l.e.Config.TTL(), latch)
+	l.e.Try = func(ctx context.Context, owner string, _ time.Duration) (script.Grant, error) {
+		return s.Acquire(ctx, rc, owner)
 	}
 	l.e.Release = func(ctx context.Context, owner, id string, all bool) error {
-		n, err := script.ReleaseLock(ctx, rc, name, owner, id, l.e.Config.TTL(), latch, all)
+		n, err := s.Release(ctx, rc, owner, id, all)
 		if err == nil && n == script.NotHeld {
 			return fmt.Errorf("%w: %s", lease.ErrNotHeld, name)
 		}
 		return err
 	}
-	l.e.Renewal = func(owner string, ttl time.Duration) *lease.Renewal {
-		return &lease.Renewal{Script: script.LockRenew, Keys: []string{name}, Args: []string{script.Ms(ttl), owner}}
+	l.e.Renewal = func(owner string, _ time.Duration) *lease.Renewal {
+		return &lease.Renewal{Script: script.LockRenew, Keys: s.RenewKeys(), Args: s.RenewArgs(owner)}
 	}
 	return l
 }

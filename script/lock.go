@@ -51,18 +51,70 @@ func Ms(d time.Duration) string {
 
 // ParseGrant reads the {1, token, count} or {0, pttl} reply of an acquire script.
 func ParseGrant(res rueidis.RedisResult) (Grant, error) {
-	v, err := res.AsIntSlice()
+	arr, err := res.ToArray()
 	if err != nil {
 		return Grant{}, err
 	}
+	var v [3]int64
+	for i := 0; i < len(arr) && i < len(v); i++ {
+		if v[i], err = arr[i].AsInt64(); err != nil {
+			return Grant{}, fmt.Errorf("script: unexpected acquire reply: %w", err)
+		}
+	}
 	switch {
-	case len(v) == 3 && v[0] == 1:
+	case len(arr) == 3 && v[0] == 1:
 		return Grant{Acquired: true, Token: uint64(v[1]), Count: v[2]}, nil
-	case len(v) == 2 && v[0] == 0:
+	case len(arr) == 2 && v[0] == 0:
 		return Grant{Wait: time.Duration(v[1]) * time.Millisecond}, nil
 	}
-	return Grant{}, fmt.Errorf("script: unexpected acquire reply %v", v)
+	return Grant{}, fmt.Errorf("script: unexpected acquire reply of %d values", len(arr))
 }
+
+// Lock is the reentrant lock's keys and arguments for one name and lease,
+// derived once so that each run of a script builds nothing it need not.
+type Lock struct {
+	name, channel, latchPrefix string
+	acquireKeys                []string // NAME, token key
+	renewKeys                  []string // NAME
+	lease, latch               string   // ms
+}
+
+// NewLock derives the keys of the lock name, with the given lease and the
+// lifetime of release latches.
+func NewLock(name string, lease, latch time.Duration) *Lock {
+	return &Lock{
+		name:        name,
+		channel:     LockChannel(name),
+		latchPrefix: UnlockLatchKey(name, ""),
+		acquireKeys: []string{name, TokenKey(name)},
+		renewKeys:   []string{name},
+		lease:       Ms(lease),
+		latch:       Ms(latch),
+	}
+}
+
+// Acquire runs lock_acquire: take or re-enter the lock for owner.
+func (l *Lock) Acquire(ctx context.Context, c rueidis.Client, owner string) (Grant, error) {
+	return ParseGrant(LockAcquire.Exec(ctx, c, l.acquireKeys, []string{l.lease, owner}))
+}
+
+// Release runs lock_release for one hold of owner, or every hold when all is
+// set. requestID names the release so that a retry is answered from the latch.
+func (l *Lock) Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool) (int64, error) {
+	every := "0"
+	if all {
+		every = "1"
+	}
+	return LockRelease.Exec(ctx, c,
+		[]string{l.name, l.channel, l.latchPrefix + requestID},
+		[]string{UnlockMessage, l.lease, owner, l.latch, every}).AsInt64()
+}
+
+// RenewKeys and RenewArgs are lock_renew's KEYS and ARGV for owner.
+func (l *Lock) RenewKeys() []string { return l.renewKeys }
+
+// RenewArgs is lock_renew's ARGV for owner.
+func (l *Lock) RenewArgs(owner string) []string { return []string{l.lease, owner} }
 
 // AcquireLock runs lock_acquire: take or re-enter the lock name for owner
 // with the given lease.
@@ -74,13 +126,7 @@ func AcquireLock(ctx context.Context, c rueidis.Client, name, owner string, leas
 // is set. requestID names the release so that a retry is answered from the
 // latch; latch is how long that answer is kept.
 func ReleaseLock(ctx context.Context, c rueidis.Client, name, owner, requestID string, lease, latch time.Duration, all bool) (int64, error) {
-	every := "0"
-	if all {
-		every = "1"
-	}
-	return LockRelease.Exec(ctx, c,
-		[]string{name, LockChannel(name), UnlockLatchKey(name, requestID)},
-		[]string{UnlockMessage, Ms(lease), owner, Ms(latch), every}).AsInt64()
+	return NewLock(name, lease, latch).Release(ctx, c, owner, requestID, all)
 }
 
 // ForceReleaseLock runs lock_force_release: it reports whether a lock was deleted.
