@@ -1,0 +1,183 @@
+package fairqueue
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/engine"
+	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/script"
+)
+
+// latch is how long a release's result is kept for a retry to find: the
+// release is retried within this window, then left to the lease's expiry.
+const latch = 5 * time.Second
+
+// refreshes is how many times a waiter renews its place within one queue
+// timeout. Three leaves two thirds of the timeout as margin for a slow round
+// trip or a late timer before a live waiter could be taken for a dead one.
+const refreshes = 3
+
+// scope keys reentrancy: a lease is reentrant for fair locks of the same
+// Client, and a fair lock's lease does not re-enter an rlock of the same name.
+type scope struct{ c *leasehold.Client }
+
+// Lock is a fair (first come, first served) reentrant lock on one name. It
+// implements lease.Locker. Its constructor does not fail: bad input is
+// reported by the first Acquire.
+type Lock struct {
+	// queued backs Acquire and AcquireAsync: a failed attempt joins the
+	// queue, or refreshes the waiter's place in it.
+	queued engine.Lock
+	// once backs TryAcquire: the same lock, but its attempt never joins the
+	// queue, since nobody would be there to keep the place or give it up.
+	once engine.Lock
+}
+
+var _ lease.Locker = (*Lock)(nil)
+
+// New returns the fair lock name on c. Options: leasehold.WithLeaseTime for a
+// fixed lease instead of the watchdog, leasehold.WithQueueTimeout for how
+// long a waiter that stops asking keeps its place (default 5s).
+func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
+	l := &Lock{queued: engine.Lock{
+		Client: c,
+		Name:   name,
+		Scope:  scope{c},
+		// Each waiter listens on its own channel, so a release wakes the
+		// head of the queue alone. No Key: an invalidation of NAME would
+		// wake every waiter's topic at once, the herd this lock avoids; an
+		// expiry is caught by the head's timer instead (see Try).
+		WaitChannel: func(owner string) string { return script.FairChannel(name, owner) },
+	}}
+	if c == nil {
+		l.once = l.queued
+		return l
+	}
+	rc := c.Redis()
+	cfg := c.LockConfig(opts...)
+	ft := script.FairTimes{Queue: cfg.QueueTimeout, Refresh: cfg.QueueTimeout / refreshes}
+	l.queued.Config = cfg
+	l.queued.Try = func(ctx context.Context, owner string, ttl time.Duration) (script.Grant, error) {
+		// A re-entry whose hold turns out to be gone must not queue: the
+		// engine reports the lease lost and nobody would keep the place.
+		join := true
+		if h := lease.HoldFrom(ctx, l.queued.Scope, name); h != nil && h.Owner() == owner {
+			join = false
+		}
+		g, err := script.AcquireFair(ctx, rc, name, owner, ttl, ft, join)
+		// The engine sleeps g.Wait before the next attempt unless woken: a
+		// waiter must come back before its place runs out, and the head
+		// must come back when the holder's lease does.
+		if err == nil && !g.Acquired && (g.Wait <= 0 || g.Wait > ft.Refresh) {
+			g.Wait = ft.Refresh
+		}
+		return g, err
+	}
+	l.queued.Release = func(ctx context.Context, owner, id string, all bool) error {
+		n, err := script.ReleaseFair(ctx, rc, name, owner, id, cfg.TTL(), latch, ft, all)
+		if err == nil && n == script.NotHeld {
+			return fmt.Errorf("%w: %s", lease.ErrNotHeld, name)
+		}
+		return err
+	}
+	l.queued.Renewal = func(owner string, ttl time.Duration) *lease.Renewal {
+		return &lease.Renewal{Script: script.LockRenew, Keys: []string{name}, Args: []string{script.Ms(ttl), owner}}
+	}
+	l.queued.Abandon = func(ctx context.Context, owner string) error {
+		_, err := script.AbandonFair(ctx, rc, name, owner, ft)
+		return err
+	}
+	l.once = l.queued
+	l.once.Try = func(ctx context.Context, owner string, ttl time.Duration) (script.Grant, error) {
+		return script.AcquireFair(ctx, rc, name, owner, ttl, ft, false)
+	}
+	return l
+}
+
+// Name is the lock name, the Redis key of its hash.
+func (l *Lock) Name() string { return l.queued.Name }
+
+// Acquire blocks until the lock is held or ctx is done; ctx's deadline is the
+// wait (Redisson's waitTime). The caller joins the queue at its first attempt
+// and gets the lock once everyone ahead has had it or left. On failure it
+// returns the error (ctx.Err() when ctx ended), holds nothing, and its place
+// in the queue is removed at once. If ctx carries a lease of this lock from
+// the same Client, Acquire re-enters: it raises the hold count and returns at
+// once, without queueing.
+func (l *Lock) Acquire(ctx context.Context) (*lease.Lease, error) { return l.queued.Acquire(ctx) }
+
+// TryAcquire makes one attempt and does not wait: it returns an error wrapping
+// lease.ErrNotAcquired when another owner holds the lock, or when others wait
+// for it (a free lock is theirs first). It never joins the queue.
+func (l *Lock) TryAcquire(ctx context.Context) (*lease.Lease, error) { return l.once.TryAcquire(ctx) }
+
+// AcquireAsync starts Acquire and returns at once. Cancelling the Future (or
+// ctx) before its lease is taken leaves nothing held and no place in the queue.
+func (l *Lock) AcquireAsync(ctx context.Context) *lease.Future { return l.queued.AcquireAsync(ctx) }
+
+func (l *Lock) redis() (rueidis.Client, error) {
+	if err := l.queued.Check(); err != nil {
+		return nil, err
+	}
+	return l.queued.Client.Redis(), nil
+}
+
+// IsLocked reports whether anyone holds the lock. It reads through the
+// client-side cache: no round trip while the cached answer stands. Like any
+// answer about a shared lock it may be stale by the time it returns; for a
+// moment after this Client's own acquire or release it may report the state
+// from before.
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
+	rc, err := l.redis()
+	if err != nil {
+		return false, err
+	}
+	n, err := rc.DoCache(ctx, rc.B().Hlen().Key(l.queued.Name).Cache(), time.Minute).AsInt64()
+	return n > 0, err
+}
+
+// HoldCount is how many leases the owner whose lease ctx carries holds on
+// this lock: 1 plus its reentrant leases not yet released; 0 when ctx carries
+// no lease of this lock from this Client, or that lease is no longer held.
+// Reading it costs no round trip.
+func (l *Lock) HoldCount(ctx context.Context) (int, error) {
+	if _, err := l.redis(); err != nil {
+		return 0, err
+	}
+	return lease.HoldFrom(ctx, l.queued.Scope, l.queued.Name).Leases(), nil
+}
+
+// RemainTTL is how long the current holder's lease still runs: 0 when the
+// lock is free, -1ns when it is held with no expiry.
+func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
+	rc, err := l.redis()
+	if err != nil {
+		return 0, err
+	}
+	ms, err := rc.Do(ctx, rc.B().Pttl().Key(l.queued.Name).Build()).AsInt64()
+	switch {
+	case err != nil:
+		return 0, err
+	case ms == -2:
+		return 0, nil
+	case ms < 0:
+		return -1, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// ForceRelease deletes the lock whoever holds it and tells the head of the
+// queue, for operators; the queue itself stays. It reports whether there was
+// a lock to delete. The holder learns of the loss at its next renewal.
+func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
+	rc, err := l.redis()
+	if err != nil {
+		return false, err
+	}
+	return script.ForceReleaseFair(ctx, rc, l.queued.Name)
+}

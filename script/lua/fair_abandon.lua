@@ -1,0 +1,57 @@
+-- fair_abandon: remove OWNER, a waiter that gives up, from the queue of the
+-- fair lock NAME, and tell the new head if it has to act (Redisson's
+-- acquireFailed, without touching anyone else's deadline).
+--
+-- KEYS[1]  NAME
+-- KEYS[2]  redisson_lock_queue:{NAME}
+-- KEYS[3]  redisson_lock_timeout:{NAME}
+-- KEYS[4]  redisson_lock__channel:{NAME}  prefix of the per-waiter channels
+-- ARGV[1]  OWNER
+-- ARGV[2]  refresh interval, ms
+-- ARGV[3]  wake-up message, '0'
+--
+-- Returns the number of queue entries removed (0 or 1).
+redis.replicate_commands()
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local owner = ARGV[1]
+local refresh = tonumber(ARGV[2])
+
+local function prune()
+  local pruned = false
+  while true do
+    local head = redis.call('lindex', KEYS[2], 0)
+    if not head then
+      return pruned
+    end
+    local deadline = redis.call('zscore', KEYS[3], head)
+    if deadline and tonumber(deadline) > now then
+      return pruned
+    end
+    redis.call('lpop', KEYS[2])
+    redis.call('zrem', KEYS[3], head)
+    pruned = true
+  end
+end
+
+local function tell_head()
+  local head = redis.call('lindex', KEYS[2], 0)
+  if not head then
+    return
+  end
+  local pttl = redis.call('pttl', KEYS[1])
+  if pttl == -2 or (pttl >= 0 and pttl < refresh) then
+    redis.call('publish', KEYS[4] .. ':' .. head, ARGV[3])
+  end
+end
+
+-- A head that gives up may have been told the lock is free: the one after it
+-- must hear instead, or the lock would sit free until that one's timer.
+local was_head = redis.call('lindex', KEYS[2], 0) == owner
+local removed = redis.call('lrem', KEYS[2], 0, owner)
+redis.call('zrem', KEYS[3], owner)
+local pruned = prune()
+if was_head or pruned or redis.call('exists', KEYS[1]) == 0 then
+  tell_head()
+end
+return removed

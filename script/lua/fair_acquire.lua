@@ -1,0 +1,124 @@
+-- fair_acquire: one attempt of OWNER on the fair lock NAME, laid out as
+-- Redisson's RFairLock: the lock hash, a list of waiting owners (oldest
+-- first) and a sorted set of each waiter's deadline to stay in the list.
+--
+-- KEYS[1]  NAME                           hash: OWNER -> hold count
+-- KEYS[2]  redisson_lock_queue:{NAME}     list: waiting owners, oldest first
+-- KEYS[3]  redisson_lock_timeout:{NAME}   zset: waiting owner -> deadline (server clock, ms)
+-- KEYS[4]  redisson_lock_token:{NAME}     fencing counter
+-- KEYS[5]  redisson_lock__channel:{NAME}  prefix of the per-waiter channels, PREFIX:OWNER
+-- ARGV[1]  lease time, ms
+-- ARGV[2]  OWNER (CLIENT_ID:LEASE_ID)
+-- ARGV[3]  queue timeout, ms: a waiter's deadline is now + this at each attempt
+-- ARGV[4]  refresh interval, ms: the longest a waiter sleeps between attempts
+-- ARGV[5]  '1': on failure join the queue, or refresh the deadline if in it
+--          (Acquire); '0': never join (TryAcquire)
+-- ARGV[6]  wake-up message, '0'
+--
+-- Returns {1, token, hold count} when OWNER holds the lock,
+--         {0, wait ms}           when it does not: how long to sleep before the
+--                                next attempt (the holder's remaining lease for
+--                                the head of the queue when that is shorter than
+--                                the refresh interval, else the refresh interval).
+--
+-- Deadlines are read from the server's clock, never a client's, and each
+-- waiter's deadline depends on nothing but its own last attempt: deadlines
+-- cannot drift, and clients with skewed clocks cannot evict live waiters.
+redis.replicate_commands() -- TIME before writes (Redis < 5); a no-op since 7.0
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local owner = ARGV[2]
+local refresh = tonumber(ARGV[4])
+
+-- Drop the waiters at the head whose deadline has passed (or that have none):
+-- they stopped asking. Only the head is looked at: a stale entry further back
+-- blocks nobody until it reaches the head, and this keeps each attempt O(1)
+-- amortised, each stale entry being removed once.
+local function prune()
+  local pruned = false
+  while true do
+    local head = redis.call('lindex', KEYS[2], 0)
+    if not head then
+      return pruned
+    end
+    local deadline = redis.call('zscore', KEYS[3], head)
+    if deadline and tonumber(deadline) > now then
+      return pruned
+    end
+    redis.call('lpop', KEYS[2])
+    redis.call('zrem', KEYS[3], head)
+    pruned = true
+  end
+end
+
+-- Tell the head of the queue (unless it is the caller) to try now, when the
+-- lock is free or runs out before the head's refresh timer would fire. Every
+-- script that frees the lock or changes the head calls this, so a free lock
+-- with a queue always has a head that was told or whose timer fires.
+local function tell_head(except)
+  local head = redis.call('lindex', KEYS[2], 0)
+  if not head or head == except then
+    return
+  end
+  local pttl = redis.call('pttl', KEYS[1])
+  if pttl == -2 or (pttl >= 0 and pttl < refresh) then
+    redis.call('publish', KEYS[5] .. ':' .. head, ARGV[6])
+  end
+end
+
+local pruned = prune()
+
+-- Re-entry by the holder.
+if redis.call('hexists', KEYS[1], owner) == 1 then
+  local token = redis.call('incr', KEYS[4])
+  local count = redis.call('hincrby', KEYS[1], owner, 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  if pruned then
+    tell_head(owner)
+  end
+  return {1, token, count}
+end
+
+-- A free lock goes to the head of the queue, or to anyone if nobody waits:
+-- never to a newcomer while others wait.
+local head = redis.call('lindex', KEYS[2], 0)
+local free = redis.call('exists', KEYS[1]) == 0
+if free and (not head or head == owner) then
+  if head then
+    redis.call('lpop', KEYS[2])
+  end
+  redis.call('zrem', KEYS[3], owner)
+  local token = redis.call('incr', KEYS[4])
+  redis.call('hset', KEYS[1], owner, 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  if head or pruned then
+    -- The next waiter is now the head: it must time the new lease if that is
+    -- shorter than its refresh interval.
+    tell_head(owner)
+  end
+  return {1, token, 1}
+end
+
+if ARGV[5] == '1' then
+  -- The zset and the list change together in every script (ours and
+  -- Redisson's), so a score means a place in the list: refresh it in place.
+  local deadline = now + tonumber(ARGV[3])
+  if redis.call('zscore', KEYS[3], owner) then
+    redis.call('zadd', KEYS[3], deadline, owner)
+  else
+    redis.call('zadd', KEYS[3], deadline, owner)
+    redis.call('rpush', KEYS[2], owner)
+  end
+end
+if pruned or free then
+  tell_head(owner)
+end
+
+local pttl = redis.call('pttl', KEYS[1])
+if ARGV[5] == '0' then
+  return {0, pttl}
+end
+if redis.call('lindex', KEYS[2], 0) == owner and pttl >= 0 and pttl < refresh then
+  return {0, math.max(pttl, 1)}
+end
+return {0, refresh}

@@ -1,0 +1,28 @@
+-- fair_force_release: delete the fair lock NAME whoever holds it and tell the
+-- head of the queue (Redisson's forceUnlock of RFairLock). The queue stays.
+--
+-- KEYS[1]  NAME
+-- KEYS[2]  redisson_lock_queue:{NAME}
+-- KEYS[3]  redisson_lock_timeout:{NAME}
+-- KEYS[4]  redisson_lock__channel:{NAME}  prefix of the per-waiter channels
+-- ARGV[1]  wake-up message, '0'
+--
+-- Returns 1 when a lock was deleted, 0 when there was none.
+redis.replicate_commands()
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local deleted = redis.call('del', KEYS[1])
+while true do
+  local head = redis.call('lindex', KEYS[2], 0)
+  if not head then
+    break
+  end
+  local deadline = redis.call('zscore', KEYS[3], head)
+  if deadline and tonumber(deadline) > now then
+    redis.call('publish', KEYS[4] .. ':' .. head, ARGV[1])
+    break
+  end
+  redis.call('lpop', KEYS[2])
+  redis.call('zrem', KEYS[3], head)
+end
+return deleted

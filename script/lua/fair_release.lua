@@ -1,0 +1,78 @@
+-- fair_release: give up one hold (or every hold) of OWNER on the fair lock
+-- NAME; on full release delete NAME and tell the head of the queue only,
+-- on its own channel, rather than waking every waiter. The result is kept
+-- under a latch key, so a release retried after a lost reply returns the
+-- first result and never releases twice (Redisson's unlock latch).
+--
+-- KEYS[1]  NAME
+-- KEYS[2]  redisson_lock_queue:{NAME}
+-- KEYS[3]  redisson_lock_timeout:{NAME}
+-- KEYS[4]  redisson_lock__channel:{NAME}  prefix of the per-waiter channels
+-- KEYS[5]  redisson_unlock_latch:{NAME}:REQUEST_ID
+-- ARGV[1]  wake-up message, '0'
+-- ARGV[2]  lease time, ms (re-applied while holds remain)
+-- ARGV[3]  OWNER
+-- ARGV[4]  latch lifetime, ms
+-- ARGV[5]  '1': release every hold of OWNER; '0': release one
+-- ARGV[6]  refresh interval, ms
+--
+-- Returns 1 when the lock is now free, 0 when OWNER still holds it,
+--         -1 when OWNER did not hold it.
+redis.replicate_commands()
+local latched = redis.call('get', KEYS[5])
+if latched then
+  return tonumber(latched)
+end
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local refresh = tonumber(ARGV[6])
+
+local function prune()
+  while true do
+    local head = redis.call('lindex', KEYS[2], 0)
+    if not head then
+      return
+    end
+    local deadline = redis.call('zscore', KEYS[3], head)
+    if deadline and tonumber(deadline) > now then
+      return
+    end
+    redis.call('lpop', KEYS[2])
+    redis.call('zrem', KEYS[3], head)
+  end
+end
+
+local function tell_head()
+  local head = redis.call('lindex', KEYS[2], 0)
+  if not head then
+    return
+  end
+  local pttl = redis.call('pttl', KEYS[1])
+  if pttl == -2 or (pttl >= 0 and pttl < refresh) then
+    redis.call('publish', KEYS[4] .. ':' .. head, ARGV[1])
+  end
+end
+
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+  -- Not held: the lease ran out first. If nobody took the lock since, this
+  -- is a moment the head may not have heard of: tell it.
+  if redis.call('exists', KEYS[1]) == 0 then
+    prune()
+    tell_head()
+  end
+  return -1
+end
+local count = 0
+if ARGV[5] == '0' then
+  count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+end
+if count > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('set', KEYS[5], 0, 'px', ARGV[4])
+  return 0
+end
+redis.call('del', KEYS[1])
+prune()
+tell_head()
+redis.call('set', KEYS[5], 1, 'px', ARGV[4])
+return 1
