@@ -1,0 +1,147 @@
+package rw_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/rw"
+	"github.com/leasehold/leasehold/script"
+)
+
+// subscribe listens on channel with a plain client, as a Redisson waiter
+// would, and returns the messages heard.
+func subscribe(t *testing.T, srv *redistest.Server, channel string) <-chan string {
+	t.Helper()
+	rc := srv.Client()
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan string, 64)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = rc.Receive(ctx, rc.B().Subscribe().Channel(channel).Build(), func(m rueidis.PubSubMessage) {
+			select {
+			case ch <- m.Message:
+			default:
+			}
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	eventually(t, 5*time.Second, "subscribed to "+channel, func() bool {
+		v, err := srv.Do("PUBSUB", "NUMSUB", channel).ToArray()
+		if err != nil || len(v) != 2 {
+			return false
+		}
+		n, _ := v[1].AsInt64()
+		return n == 1
+	})
+	return ch
+}
+
+// next returns the next message on ch: after the action under test the test
+// publishes a marker, so "no message" shows as the marker coming first.
+func next(t *testing.T, ch <-chan string) string {
+	t.Helper()
+	select {
+	case m := <-ch:
+		return m
+	case <-time.After(5 * time.Second):
+		t.Fatal("no message within 5s")
+		return ""
+	}
+}
+
+// Which message each release publishes on redisson_rwlock:{NAME}, and so
+// which waiters it wakes: "1" (all) when a write hold ends, "0" (one: a
+// writer) when a read release frees the lock, nothing while readers remain,
+// "1" when writers have announced themselves (writer preference).
+func TestUnlockMessages(t *testing.T) {
+	srv := redistest.Start(t)
+	c, other := open(t, srv), open(t, srv)
+	ctx := ctxTimeout(t, 20*time.Second)
+	tests := []struct {
+		name string
+		act  func(t *testing.T, name string)
+		want string
+	}{
+		{"read release frees the lock", func(t *testing.T, name string) {
+			release(t, mustAcquire(t, rw.New(c, name).Read(), ctx))
+		}, script.UnlockMessage},
+		{"read release with another reader", func(t *testing.T, name string) {
+			orl := mustAcquire(t, rw.New(other, name).Read(), ctx)
+			release(t, mustAcquire(t, rw.New(c, name).Read(), ctx))
+			t.Cleanup(func() { _ = orl.Release(context.Background()) })
+		}, "marker"},
+		{"inner read release", func(t *testing.T, name string) {
+			rl := mustAcquire(t, rw.New(c, name).Read(), ctx)
+			release(t, mustAcquire(t, rw.New(c, name).Read(), rl.Context()))
+			t.Cleanup(func() { _ = rl.Release(context.Background()) })
+		}, "marker"},
+		{"write release", func(t *testing.T, name string) {
+			release(t, mustAcquire(t, rw.New(c, name).Write(), ctx))
+		}, script.ReadUnlockMessage},
+		{"write release leaving its reads", func(t *testing.T, name string) {
+			wl := mustAcquire(t, rw.New(c, name).Write(), ctx)
+			rl := mustAcquire(t, rw.New(c, name).Read(), wl.Context())
+			release(t, wl)
+			t.Cleanup(func() { _ = rl.Release(context.Background()) })
+		}, script.ReadUnlockMessage},
+		{"read release frees the lock with a writer announced", func(t *testing.T, name string) {
+			rl := mustAcquire(t, rw.New(c, name).Read(), ctx)
+			at := time.Now().Add(time.Minute).UnixMilli()
+			srv.Do("ZADD", script.WritersKey(name), strconv.FormatInt(at, 10), "someone:1:write")
+			release(t, rl)
+		}, script.ReadUnlockMessage},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := "msg" + strconv.Itoa(i)
+			ch := subscribe(t, srv, script.RWChannel(name))
+			tt.act(t, name)
+			srv.Do("PUBLISH", script.RWChannel(name), "marker")
+			if got := next(t, ch); got != tt.want {
+				t.Fatalf("message %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// A read release whose reply is lost is retried under the same request id:
+// the latch answers the retry, so it does not give up a second hold.
+func TestReadReleaseRetriedAfterLostReply(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := redistest.NewProxy(t, srv.Addr())
+	opt := srv.Option()
+	opt.InitAddress = []string{proxy.Addr()}
+	c := openOpt(t, opt)
+	other := open(t, srv)
+	ctx := ctxTimeout(t, 10*time.Second)
+	l := rw.New(c, "retried")
+	// Load the scripts first, so that the dropped reply is the release's own.
+	release(t, mustAcquire(t, l.Read(), ctx))
+
+	outer := mustAcquire(t, l.Read(), ctx)
+	inner := mustAcquire(t, l.Read(), outer.Context())
+	proxy.DropNextReply()
+	if err := inner.Release(ctx); err != nil {
+		t.Fatalf("inner Release with its reply lost: %v", err)
+	}
+	if proxy.Dropped() != 1 {
+		t.Fatalf("the proxy dropped %d replies, want the release's", proxy.Dropped())
+	}
+	owner := ownerOf(t, srv, "retried", c)
+	if n := hash(t, srv, "retried")[owner]; n != "1" || !exists(t, srv, script.ReadHoldKey("retried", owner, 1)) {
+		t.Fatalf("after the retried inner release: count %s, hash %v", n, hash(t, srv, "retried"))
+	}
+	_, err := rw.New(other, "retried").Write().TryAcquire(ctx)
+	wantErr(t, err, lease.ErrNotAcquired)
+	release(t, outer)
+	if exists(t, srv, "retried") {
+		t.Fatal("lock left after the outer release")
+	}
+}

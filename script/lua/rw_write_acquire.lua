@@ -1,0 +1,45 @@
+-- rw_write_acquire: take the write lock of the read-write lock NAME for
+-- OWNER, or re-enter it, and draw a fencing token (Redisson's
+-- RedissonWriteLock layout: field OWNER:write). With writer preference a
+-- writer that must wait announces itself in a zset that leasehold readers
+-- honour; the entry lasts until the writer's next attempt is due, plus a
+-- grace, so a writer that dies holds readers back for a bounded time only.
+--
+-- KEYS[1]  NAME
+-- KEYS[2]  redisson_lock_token:{NAME}        fencing counter
+-- KEYS[3]  leasehold_rwlock_writers:{NAME}   zset: waiting writers -> expiry (unix ms)
+-- ARGV[1]  lease time, ms
+-- ARGV[2]  OWNER:write
+-- ARGV[3]  '1': announce this writer in KEYS[3] if it must wait; '0': do not
+-- ARGV[4]  grace, ms: how much longer than its next attempt the announcement lasts
+--
+-- Returns {1, token, hold count} when OWNER holds the write lock,
+--         {0, pttl}              when another owner holds NAME (-1: no expiry).
+local mode = redis.call('hget', KEYS[1], 'mode')
+local count = 0
+if mode == false and redis.call('exists', KEYS[1]) == 0 then
+  redis.call('hset', KEYS[1], 'mode', 'write')
+  count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+elseif mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))
+end
+if count > 0 then
+  redis.call('zrem', KEYS[3], ARGV[2])
+  local token = redis.call('incr', KEYS[2])
+  return {1, token, count}
+end
+local pttl = redis.call('pttl', KEYS[1])
+if ARGV[3] == '1' then
+  local t = redis.call('time')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local life = tonumber(ARGV[1])
+  if pttl > 0 then
+    life = pttl
+  end
+  life = life + tonumber(ARGV[4])
+  redis.call('zadd', KEYS[3], now + life, ARGV[2])
+  redis.call('pexpire', KEYS[3], math.max(redis.call('pttl', KEYS[3]), life))
+end
+return {0, pttl}
