@@ -1,0 +1,72 @@
+package rlock_test
+
+import (
+	"math"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/rlock"
+	"github.com/leasehold/leasehold/script"
+)
+
+// RaiseToken only ever raises the fencing counter, exactly even beyond the
+// 2^53 that Lua's numbers hold, and the next acquisition draws above it.
+func TestRaiseToken(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv)
+	ctx := ctxTimeout(t, 10*time.Second)
+	tests := []struct {
+		name  string
+		start string // counter before; "" for none
+		floor uint64
+		want  uint64
+	}{
+		{"no counter yet", "", 10, 10},
+		{"raised", "7", 1000, 1000},
+		{"never lowered", "1000", 7, 1000},
+		{"equal", "42", 42, 42},
+		{"same length, lower", "95", 19, 95},
+		{"beyond 2^53", "9007199254740993", 9007199254740995, 9007199254740995},
+		{"lower, beyond 2^53", "9007199254740995", 9007199254740993, 9007199254740995},
+		{"up to 2^63-1", "1", math.MaxInt64, math.MaxInt64},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := "fence-" + tt.name
+			if tt.start != "" {
+				srv.Do("SET", script.TokenKey(name), tt.start)
+			}
+			got, err := rlock.New(c, name).RaiseToken(ctx, tt.floor)
+			if err != nil || got != tt.want {
+				t.Fatalf("RaiseToken(%d) over %q = %d, %v; want %d", tt.floor, tt.start, got, err, tt.want)
+			}
+			if v, _ := srv.Do("GET", script.TokenKey(name)).ToString(); v != "" && v != strconv.FormatUint(tt.want, 10) {
+				t.Fatalf("counter %s, want %d", v, tt.want)
+			}
+		})
+	}
+
+	t.Run("next acquisition draws above", func(t *testing.T) {
+		l := rlock.New(c, "fence-next")
+		if _, err := l.RaiseToken(ctx, 500); err != nil {
+			t.Fatal(err)
+		}
+		ls := mustAcquire(t, l, ctx)
+		if ls.Token() != 501 {
+			t.Fatalf("token %d after a raise to 500, want 501", ls.Token())
+		}
+		release(t, ls)
+	})
+
+	t.Run("bad input", func(t *testing.T) {
+		_, err := rlock.New(c, "fence-big").RaiseToken(ctx, math.MaxInt64+1)
+		wantErr(t, err, lease.ErrInvalid)
+		_, err = rlock.New(nil, "fence-nil").RaiseToken(ctx, 1)
+		wantErr(t, err, lease.ErrInvalid)
+		_, err = rlock.New(c, "").RaiseToken(ctx, 1)
+		wantErr(t, err, lease.ErrInvalid)
+	})
+}
