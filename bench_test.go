@@ -73,7 +73,7 @@ type leaseholdLib struct {
 }
 
 func newLeasehold(tb testing.TB, addr string, ttl time.Duration) library {
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, PipelineMultiplex: -1})
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, PipelineMultiplex: benchMultiplex})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -509,3 +509,5 @@ func BenchmarkRenewal(b *testing.B) {
 		}
 	})
 }
+
+var benchMultiplex = -1

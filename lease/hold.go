@@ -317,6 +317,12 @@ func (h *Hold) release(ctx context.Context) error {
 // releaseRetrying runs the release until Redis answers, retrying transport
 // errors with backoff under one request id, for at most the lease time (after
 // which Redis has let the lock go anyway) or until ctx ends.
+//
+// Giving up every hold is answered "not held" when repeated. After a try
+// whose outcome is unknown, that answer means the try did release, provided
+// the lease could not have run out yet: before the local deadline only the
+// owner (or an operator's force release) can remove its hold. Giving up one
+// hold of several is made idempotent by the script's latch instead.
 func (h *Hold) releaseRetrying(ctx context.Context, all bool) error {
 	id := NewRequestID()
 	err := h.cfg.Release(ctx, id, all)
@@ -329,11 +335,22 @@ func (h *Hold) releaseRetrying(ctx context.Context, all bool) error {
 	b.MaxElapsedTime = h.cfg.TTL
 	return backoff.Retry(func() error {
 		err := h.cfg.Release(ctx, id, all)
+		if errors.Is(err, ErrNotHeld) && all && h.beforeDeadline() {
+			return nil // an earlier try released it
+		}
 		if err != nil && !errors.Is(err, ErrNotHeld) && ctx.Err() == nil {
 			return err
 		}
 		return backoff.Permanent(err)
 	}, backoff.WithContext(b, ctx))
+}
+
+// beforeDeadline reports whether the hold's local deadline is known and not
+// yet passed.
+func (h *Hold) beforeDeadline() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.deadline.IsZero() && time.Now().Before(h.deadline)
 }
 
 // NewRequestID returns a random id for one release request.

@@ -1,8 +1,13 @@
 -- lock_release: give up one hold (or every hold) of OWNER on the reentrant
 -- lock NAME; on full release delete NAME and publish the unlock message.
--- The result is kept under a latch key for a short while, so a release
--- retried after a lost reply returns the first result and never releases
--- twice (Redisson's unlock latch).
+--
+-- Giving up one hold of several is not idempotent (a repeat would give up a
+-- second), so its result is kept under a latch key for a short while: a
+-- release retried after a lost reply returns the first result and never
+-- releases twice (Redisson's unlock latch). Giving up every hold needs no
+-- latch: a repeat finds OWNER gone and returns -1, which the caller reads as
+-- success when its first try's outcome was unknown and its lease could not
+-- have expired yet (see lease.Hold).
 --
 -- KEYS[1]  NAME
 -- KEYS[2]  redisson_lock__channel:{NAME}
@@ -13,8 +18,19 @@
 -- ARGV[4]  latch lifetime, ms
 -- ARGV[5]  '1': release every hold of OWNER; '0': release one
 --
--- Returns 1 when the lock is now free, 0 when OWNER still holds it,
---         -1 when OWNER did not hold it.
+-- Returns 1 when the lock is now free, 0 when OWNER (or another owner) still
+-- holds it, -1 when OWNER did not hold it.
+if ARGV[5] == '1' then
+  if redis.call('hdel', KEYS[1], ARGV[3]) == 0 then
+    return -1
+  end
+  -- An emptied hash is gone; another field would be a foreign owner's.
+  if redis.call('exists', KEYS[1]) == 1 then
+    return 0
+  end
+  redis.call('publish', KEYS[2], ARGV[1])
+  return 1
+end
 local latched = redis.call('get', KEYS[3])
 if latched then
   return tonumber(latched)
@@ -22,11 +38,7 @@ end
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
   return -1
 end
-local count = 0
-if ARGV[5] == '0' then
-  count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-end
-if count > 0 then
+if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[2])
   redis.call('set', KEYS[3], 0, 'px', ARGV[4])
   return 0
