@@ -163,3 +163,49 @@ func releaseScript(t *testing.T) string {
 	t.Helper()
 	return script.LockRelease.Source()
 }
+
+// An acquire whose reply is lost did take the lock; the engine undoes it in
+// the background and tries again. Pins a failure where the retry, under the
+// same owner, re-entered the lock at once and the undo then freed it: the
+// caller held a lease on a lock Redis no longer had.
+func TestLostAcquireReplyIsUndone(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := redistest.NewProxy(t, srv.Addr())
+	opt := srv.Option()
+	opt.InitAddress = []string{proxy.Addr()}
+	c, err := leasehold.Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := ctxTimeout(t, 10*time.Second)
+	l := rlock.New(c, "undone")
+	warm := mustAcquire(t, l, ctx) // load the scripts
+	release(t, warm)
+
+	proxy.DropNextReply()
+	ls := mustAcquire(t, l, ctx)
+	if proxy.Dropped() != 1 {
+		t.Fatalf("the proxy dropped %d replies, want the acquire's", proxy.Dropped())
+	}
+	// The undo runs in the background within a few backoff steps (20ms
+	// and up); give it ample time to do harm if it could.
+	time.Sleep(500 * time.Millisecond)
+	owners, _ := srv.Do("HKEYS", "undone").AsStrSlice()
+	if len(owners) != 1 {
+		t.Fatalf("lock hash owners %v, want the lease's alone", owners)
+	}
+	// Owners are drawn in sequence per Client: the warm-up took :1, the
+	// attempt whose reply was lost :2. Its undo may run at any moment, so
+	// the lease must be held under another owner; the undo usually wins
+	// the race, which is why this is checked rather than waited for.
+	if lost := c.ID() + ":2"; owners[0] == lost {
+		t.Fatalf("the lease is held under %s, the owner whose attempt is being undone", lost)
+	}
+	if isLost(ls) {
+		t.Fatalf("lease lost: %v", ls.Err())
+	}
+	if err := ls.Release(ctx); err != nil {
+		t.Fatalf("Release of the lease won after a lost reply: %v", err)
+	}
+}

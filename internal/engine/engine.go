@@ -14,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/event"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/script"
 )
@@ -90,13 +91,7 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (*lease.Lease, error) {
 	if h := lease.HoldFrom(ctx, l.Scope, l.Name); h != nil {
 		return l.reenter(ctx, h)
 	}
-	owner, ok := "", false
-	if l.OwnerFrom != nil {
-		owner, ok = l.OwnerFrom(ctx)
-	}
-	if !ok {
-		owner = l.Client.NewOwner()
-	}
+	owner := l.owner(ctx)
 	ls, g, err := l.attempt(ctx, owner)
 	if ls != nil || (err != nil && !transient(err)) {
 		return ls, err
@@ -107,26 +102,37 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (*lease.Lease, error) {
 		}
 		return nil, fmt.Errorf("%w: %s", lease.ErrNotAcquired, l.Name)
 	}
+	if err != nil {
+		owner = l.owner(ctx) // the first is being undone: see attempt
+	}
 	return l.wait(ctx, owner, g, err)
+}
+
+// owner picks the owner of a fresh acquisition.
+func (l *Lock) owner(ctx context.Context) string {
+	if l.OwnerFrom != nil {
+		if o, ok := l.OwnerFrom(ctx); ok {
+			return o
+		}
+	}
+	return l.Client.NewOwner()
 }
 
 // wait runs attempts until one holds the lock, each after a wake-up, the
 // holder's remaining TTL, or a backoff after a Redis error.
 func (l *Lock) wait(ctx context.Context, owner string, g script.Grant, err error) (*lease.Lease, error) {
-	channel := l.Channel
-	if l.WaitChannel != nil {
-		channel = l.WaitChannel(owner)
-	}
-	w, werr := l.Client.Hub().Watch(channel, l.Key)
+	w, werr := l.watch(owner)
 	if werr != nil {
-		return nil, l.Client.Err()
+		return nil, werr
 	}
 	held, passOn := false, false
 	defer func() {
 		if !held {
 			l.abandon(owner)
 		}
-		w.Leave(!held && passOn)
+		if w != nil {
+			w.Leave(!held && passOn)
+		}
 	}()
 
 	b := backoff.NewExponentialBackOff()
@@ -162,6 +168,19 @@ func (l *Lock) wait(ctx context.Context, owner string, g script.Grant, err error
 			return nil, ctxErr(ctx, err)
 		case err != nil:
 			lastErr = err
+			// The undo of that attempt releases whatever its owner holds,
+			// so a later attempt under the same owner could win a lock
+			// the undo then frees: go on under a new owner. (A fair
+			// lock's waiter so rejoins the queue at its tail.)
+			owner = l.owner(ctx)
+			if l.WaitChannel != nil {
+				w.Leave(false)
+				if w, werr = l.watch(owner); werr != nil {
+					w = nil
+					return nil, werr
+				}
+				ready = w.Ready()
+			}
 		default:
 			b.Reset()
 			lastErr = nil
@@ -170,6 +189,19 @@ func (l *Lock) wait(ctx context.Context, owner string, g script.Grant, err error
 		}
 		timer.Reset(l.pause(g, err, b))
 	}
+}
+
+// watch registers a waiter for owner's wake-ups.
+func (l *Lock) watch(owner string) (*event.Waiter, error) {
+	channel := l.Channel
+	if l.WaitChannel != nil {
+		channel = l.WaitChannel(owner)
+	}
+	w, err := l.Client.Hub().Watch(channel, l.Key)
+	if err != nil {
+		return nil, l.Client.Err()
+	}
+	return w, nil
 }
 
 // pause is how long to wait for a wake-up before trying again: the holder's
@@ -189,7 +221,9 @@ func (l *Lock) pause(g script.Grant, err error, b backoff.BackOff) time.Duration
 	}
 }
 
-// attempt makes one try for owner and turns a success into a Lease.
+// attempt makes one try for owner and turns a success into a Lease. After a
+// try whose outcome is unknown (a transport error), the owner belongs to the
+// undo running in the background: the caller must not try under it again.
 func (l *Lock) attempt(ctx context.Context, owner string) (*lease.Lease, script.Grant, error) {
 	ttl := l.Config.TTL()
 	sent := time.Now()
