@@ -161,7 +161,7 @@ func (c *Client) NewOwner() string {
 
 // LockConfig resolves a lock's options against the Client's settings.
 func (c *Client) LockConfig(opts ...LockOption) LockConfig {
-	cfg := LockConfig{Watchdog: c.opts.watchdog, QueueTimeout: DefaultQueueTimeout}
+	cfg := LockConfig{Watchdog: c.opts.watchdog, QueueTimeout: DefaultQueueTimeout, Observer: c.opts.observer}
 	for _, o := range opts {
 		if o != nil {
 			o.applyLock(&cfg)

@@ -16,6 +16,7 @@ type Option interface{ apply(*options) }
 
 type options struct {
 	watchdog time.Duration
+	observer lease.Observer
 	err      error
 }
 
@@ -34,6 +35,14 @@ func WithWatchdog(d time.Duration) Option {
 		}
 		o.watchdog = d
 	})
+}
+
+// WithObserver has o hear of the life of every lease of the Client: each
+// acquisition (and how long it waited), renewal, release and loss, with the
+// lock name and durations. o.Observe runs on the goroutines doing the work,
+// so it must be quick and must not block. Default: none.
+func WithObserver(o lease.Observer) Option {
+	return optionFunc(func(opts *options) { opts.observer = o })
 }
 
 func resolve(opts []Option) (options, error) {
@@ -104,6 +113,8 @@ type LockConfig struct {
 	// WriterPreference makes a read-write lock hold back readers while a
 	// writer waits.
 	WriterPreference bool
+	// Observer is the Client's observer, nil for none.
+	Observer lease.Observer
 	// Err is the first invalid option, returned by the lock's first Acquire.
 	Err error
 }

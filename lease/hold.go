@@ -44,6 +44,8 @@ type HoldConfig struct {
 	Renew *Renewal
 	// Release gives the holds up on Redis.
 	Release ReleaseFunc
+	// Observer, when set, hears of the hold's leases (see Event).
+	Observer Observer
 }
 
 type state int
@@ -74,6 +76,7 @@ type Hold struct {
 	timer    *time.Timer
 	deadline time.Time
 	keeper   *Keeper
+	since    time.Time       // when the hold was made
 	ctx      context.Context // parent of the Leases' contexts, cancelled when the hold ends
 	cancel   context.CancelCauseFunc
 	lost     chan struct{}
@@ -81,7 +84,21 @@ type Hold struct {
 
 // NewHold returns a held Hold with no Lease yet. Hand it to Keeper.Track, then
 // create its first Lease with NewLease. cfg.Scope must be comparable.
-func NewHold(cfg HoldConfig) *Hold { return &Hold{cfg: cfg} }
+func NewHold(cfg HoldConfig) *Hold {
+	h := &Hold{cfg: cfg}
+	if cfg.Observer != nil {
+		h.since = time.Now()
+	}
+	return h
+}
+
+// observe tells the hold's observer, if any.
+func (h *Hold) observe(e Event) {
+	if h.cfg.Observer != nil {
+		e.Name, e.Owner = h.cfg.Name, h.cfg.Owner
+		h.cfg.Observer.Observe(e)
+	}
+}
 
 // Name is the lock name.
 func (h *Hold) Name() string { return h.cfg.Name }
@@ -179,7 +196,11 @@ func (h *Hold) NewLease(parent context.Context, token uint64) (*Lease, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNotHeld, h.cfg.Name)
 	}
 	h.leases++
-	return &Lease{hold: h, token: token, parent: parent}, nil
+	l := &Lease{hold: h, token: token, parent: parent}
+	if h.cfg.Observer != nil {
+		l.since = time.Now()
+	}
+	return l, nil
 }
 
 // leaseContext is a Lease's context before its own cancellation: the hold's
@@ -223,6 +244,7 @@ func (h *Hold) Lose(cause error) {
 	if k != nil {
 		k.forget(h)
 	}
+	h.observe(Event{Kind: Lost, Held: time.Since(h.since), Err: cause})
 }
 
 // drift is the margin by which a holder's local deadline precedes the expiry
@@ -261,6 +283,9 @@ func (h *Hold) confirm(sent time.Time) {
 		h.timer.Reset(time.Until(h.deadline))
 	}
 }
+
+// renewed reports a confirmed renewal to the observer.
+func (h *Hold) renewed(took time.Duration) { h.observe(Event{Kind: Renewed, Took: took}) }
 
 func (h *Hold) stopTimer() {
 	if h.timer != nil {

@@ -161,6 +161,7 @@ func (k *Keeper) round(hs []*Hold) (failed []*Hold) {
 			res[again[j]] = r
 		}
 	}
+	took := time.Since(sent)
 	for i, r := range res {
 		h := hs[i]
 		n, err := r.AsInt64()
@@ -169,6 +170,7 @@ func (k *Keeper) round(hs []*Hold) (failed []*Hold) {
 			failed = append(failed, h)
 		case n == 1:
 			h.confirm(sent)
+			h.renewed(took)
 		case k.kept(h):
 			// A hold released meanwhile is no longer kept; only a kept one
 			// is lost when Redis says the owner is gone.

@@ -15,12 +15,17 @@ type Lease struct {
 	token    uint64
 	parent   context.Context // the acquiring context: its values, not its cancellation
 	released atomic.Bool
+	since    time.Time       // when acquired; set only for an observed hold
 	ctx      context.Context // made on first use, under hold.mu
 	cancel   context.CancelCauseFunc
 }
 
 // Name is the lock name.
 func (l *Lease) Name() string { return l.hold.cfg.Name }
+
+// Owner is the owner field the lease holds the lock under in Redis,
+// CLIENT_ID:LEASE_ID; reentrant leases share their first lease's owner.
+func (l *Lease) Owner() string { return l.hold.cfg.Owner }
 
 // Token is the fencing token of this acquisition: strictly greater than the
 // token of every earlier acquisition of the same lock name, by any owner.
@@ -80,5 +85,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		}
 		l.hold.mu.Unlock()
 	}()
-	return l.hold.release(ctx)
+	err := l.hold.release(ctx)
+	l.hold.observe(Event{Kind: Released, Token: l.token, Held: time.Since(l.since), Err: err})
+	return err
 }

@@ -82,6 +82,22 @@ func (l *Lock) AcquireAsync(ctx context.Context) *lease.Future {
 }
 
 func (l *Lock) acquire(ctx context.Context, wait bool) (*lease.Lease, error) {
+	if o := l.Config.Observer; o != nil {
+		start := time.Now()
+		ls, err := l.acquireUnobserved(ctx, wait)
+		e := lease.Event{Kind: lease.Acquired, Name: l.Name, Waited: time.Since(start), Err: err}
+		if ls != nil {
+			e.Owner, e.Token = ls.Owner(), ls.Token()
+		} else {
+			e.Kind = lease.Abandoned
+		}
+		o.Observe(e)
+		return ls, err
+	}
+	return l.acquireUnobserved(ctx, wait)
+}
+
+func (l *Lock) acquireUnobserved(ctx context.Context, wait bool) (*lease.Lease, error) {
 	if err := l.Check(); err != nil {
 		return nil, err
 	}
@@ -240,11 +256,12 @@ func (l *Lock) attempt(ctx context.Context, owner string) (*lease.Lease, script.
 		return nil, g, nil
 	}
 	h := lease.NewHold(lease.HoldConfig{
-		Name:  l.Name,
-		Owner: owner,
-		Scope: l.Scope,
-		TTL:   ttl,
-		Renew: l.renewal(owner, ttl),
+		Name:     l.Name,
+		Owner:    owner,
+		Scope:    l.Scope,
+		TTL:      ttl,
+		Observer: l.Config.Observer,
+		Renew:    l.renewal(owner, ttl),
 		Release: func(ctx context.Context, id string, all bool) error {
 			return l.Release(ctx, owner, id, all)
 		},

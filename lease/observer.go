@@ -1,0 +1,69 @@
+package lease
+
+import "time"
+
+// Kind is what happened to a lease, in an Event.
+type Kind int
+
+// The kinds of Event.
+const (
+	// Acquired: an Acquire or TryAcquire returned a lease (Waited set).
+	Acquired Kind = iota + 1
+	// Abandoned: an Acquire or TryAcquire returned without the lock
+	// (Waited and Err set): another owner held it (TryAcquire), its ctx
+	// ended, the Client closed, bad input, or Redis failed it.
+	Abandoned
+	// Renewed: a renewal round confirmed a watchdog hold (Took set: the
+	// round's time).
+	Renewed
+	// Released: a lease was released (Held set; Err set if the release
+	// failed).
+	Released
+	// Lost: a hold was lost (Held and Err set).
+	Lost
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Acquired:
+		return "acquired"
+	case Abandoned:
+		return "abandoned"
+	case Renewed:
+		return "renewed"
+	case Released:
+		return "released"
+	case Lost:
+		return "lost"
+	}
+	return "unknown"
+}
+
+// Event is one thing that happened to a lease, as an Observer hears it.
+type Event struct {
+	Kind  Kind
+	Name  string // the lock name
+	Owner string // CLIENT_ID:LEASE_ID; empty for Abandoned
+	Token uint64 // fencing token (Acquired, Released)
+	// Waited is how long Acquire waited (Acquired, Abandoned).
+	Waited time.Duration
+	// Held is how long the lease or hold was held (Released, Lost).
+	Held time.Duration
+	// Took is how long the renewal round took (Renewed).
+	Took time.Duration
+	// Err says why (Abandoned, Lost, a failed Release).
+	Err error
+}
+
+// Observer hears of the life of a Client's leases. Observe runs on the
+// goroutine that acquires, renews or releases, so it must be quick and must
+// not block; it may be called concurrently.
+type Observer interface {
+	Observe(Event)
+}
+
+// ObserverFunc adapts a function to an Observer.
+type ObserverFunc func(Event)
+
+// Observe calls f(e).
+func (f ObserverFunc) Observe(e Event) { f(e) }

@@ -1,0 +1,93 @@
+package leasehold_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/rlock"
+)
+
+type recorder struct {
+	mu     sync.Mutex
+	events []lease.Event
+}
+
+func (r *recorder) Observe(e lease.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) of(k lease.Kind) []lease.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []lease.Event
+	for _, e := range r.events {
+		if e.Kind == k {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestObserver(t *testing.T) {
+	srv := redistest.Start(t)
+	rec := &recorder{}
+	c, err := leasehold.Open(srv.Option(), leasehold.WithWatchdog(300*time.Millisecond), leasehold.WithObserver(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	l := rlock.New(c, "observed")
+	outer, err := l.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := l.Acquire(outer.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rlock.New(c, "observed").TryAcquire(ctx); !errors.Is(err, lease.ErrNotAcquired) {
+		t.Fatalf("TryAcquire of a held lock from another owner: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(rec.of(lease.Renewed)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no Renewed event in 5s with a 300ms watchdog")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = inner.Release(ctx)
+	_ = outer.Release(ctx)
+	fixed, err := rlock.New(c, "observed-fixed", leasehold.WithLeaseTime(200*time.Millisecond)).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-fixed.Lost()
+
+	acq := rec.of(lease.Acquired)
+	if len(acq) != 3 || acq[0].Name != "observed" || acq[0].Token != outer.Token() || acq[0].Owner != outer.Owner() {
+		t.Fatalf("Acquired events %+v", acq)
+	}
+	if ab := rec.of(lease.Abandoned); len(ab) != 1 || !errors.Is(ab[0].Err, lease.ErrNotAcquired) {
+		t.Fatalf("Abandoned events %+v", ab)
+	}
+	if rel := rec.of(lease.Released); len(rel) != 2 || rel[0].Token != inner.Token() || rel[1].Held <= 0 || rel[0].Err != nil {
+		t.Fatalf("Released events %+v", rel)
+	}
+	if lost := rec.of(lease.Lost); len(lost) != 1 || lost[0].Name != "observed-fixed" || !errors.Is(lost[0].Err, lease.ErrLost) || lost[0].Held <= 0 {
+		t.Fatalf("Lost events %+v", lost)
+	}
+	if r := rec.of(lease.Renewed)[0]; r.Name != "observed" || r.Took <= 0 {
+		t.Fatalf("Renewed event %+v", r)
+	}
+}
