@@ -73,6 +73,10 @@ func TestObserver(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-fixed.Lost()
+	// The hold closes Lost before it tells the observer: wait for the event.
+	for deadline := time.Now().Add(5 * time.Second); len(rec.of(lease.Lost)) == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 
 	acq := rec.of(lease.Acquired)
 	if len(acq) != 3 || acq[0].Name != "observed" || acq[0].Token != outer.Token() || acq[0].Owner != outer.Owner() {

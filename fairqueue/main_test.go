@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-	"go.uber.org/goleak"
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/fairqueue"
 	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/testmain"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/script"
 )
@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(helperEnv); addr != "" {
 		os.Exit(helperWaiter(addr))
 	}
-	goleak.VerifyTestMain(m)
+	testmain.Run(m, []*string{&redisAddr})
 }
 
 func helperWaiter(addr string) int {

@@ -6,15 +6,16 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/testmain"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rlock"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the tests, and the examples against a redis-server of
+// their own, and checks for leaked goroutines.
+func TestMain(m *testing.M) { testmain.Run(m, []*string{&redisAddr}) }
 
 func open(t *testing.T, srv *redistest.Server, opts ...leasehold.Option) *leasehold.Client {
 	t.Helper()

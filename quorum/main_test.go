@@ -8,16 +8,20 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-	"go.uber.org/goleak"
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/testmain"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rlock"
 	"github.com/leasehold/leasehold/script"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the tests, and the examples against three redis-servers of
+// their own, and checks for leaked goroutines.
+func TestMain(m *testing.M) {
+	testmain.Run(m, []*string{&redisAddrs[0], &redisAddrs[1], &redisAddrs[2]})
+}
 
 // open returns a Client on srv, closed when the test ends.
 func open(t testing.TB, srv *redistest.Server, opts ...leasehold.Option) *leasehold.Client {

@@ -6,14 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/testmain"
 	"github.com/leasehold/leasehold/lease"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the tests, and the examples against a redis-server of
+// their own, and checks for leaked goroutines.
+func TestMain(m *testing.M) { testmain.Run(m, []*string{&redisAddr}) }
 
 // open returns a Client on srv, closed when the test ends.
 func open(t *testing.T, srv *redistest.Server, opts ...leasehold.Option) *leasehold.Client {

@@ -8,14 +8,16 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-	"go.uber.org/goleak"
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/testmain"
 	"github.com/leasehold/leasehold/lease"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the tests, and the examples against a redis-server of
+// their own, and checks for leaked goroutines.
+func TestMain(m *testing.M) { testmain.Run(m, []*string{&redisAddr}) }
 
 // woken bounds how long a waiter may take to get the lock after the event
 // that frees it. Leases in these tests are 30s (the default watchdog) unless

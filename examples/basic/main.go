@@ -26,19 +26,25 @@ import (
 
 func main() {
 	log.SetFlags(0)
+	if err := withRedis(run); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// withRedis runs f against $REDIS_ADDR, or against a redis-server it starts
+// for the run and stops after it (before main exits, even on failure).
+func withRedis(f func(addr string) error) error {
 	addr := os.Getenv("REDIS_ADDR")
 	if addr == "" {
 		srv, err := redistest.Launch()
 		if err != nil {
-			log.Fatalf("no REDIS_ADDR, and no redis-server to start: %v", err)
+			return fmt.Errorf("no REDIS_ADDR, and no redis-server to start: %w", err)
 		}
 		defer srv.Stop()
 		addr = srv.Addr()
 		fmt.Printf("started redis-server on %s\n", addr)
 	}
-	if err := run(addr); err != nil {
-		log.Fatal(err)
-	}
+	return f(addr)
 }
 
 func run(addr string) error {

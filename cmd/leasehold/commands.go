@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/leasehold/leasehold/script"
+)
+
+// env is what a command works with.
+type env struct {
+	rc     rueidis.Client
+	stdin  io.Reader
+	stdout io.Writer
+}
+
+// command is one subcommand: setup registers its flags and returns the
+// function that runs it on its one argument.
+type command struct {
+	arg, help string
+	setup     func(fs *flag.FlagSet) func(ctx context.Context, e env, arg string) error
+}
+
+var commands = map[string]command{
+	"inspect": {
+		arg:  "NAME",
+		help: "Show the lock NAME: kind, holders and hold counts, TTL, fencing token,\nthe fair queue's waiters with their deadlines, the read holds.",
+		setup: func(*flag.FlagSet) func(context.Context, env, string) error {
+			return inspect
+		},
+	},
+	"watch": {
+		arg:  "NAME",
+		help: "Show the lock NAME and redraw it as it changes, until interrupted.\nOn a terminal the screen is redrawn on every look; otherwise a new\nsnapshot is printed whenever the state (not just its TTLs) changes.",
+		setup: func(fs *flag.FlagSet) func(context.Context, env, string) error {
+			every := fs.Duration("interval", 500*time.Millisecond, "how often to look")
+			return func(ctx context.Context, e env, name string) error {
+				if *every <= 0 {
+					return usagef("-interval %v is not positive", *every)
+				}
+				return watch(ctx, e, name, *every)
+			}
+		},
+	},
+	"release": {
+		arg:  "NAME",
+		help: "Force-release the lock NAME whoever holds it, and wake its waiters.\nThe holders find out at their next renewal. Asks for confirmation\nunless --yes is given.",
+		setup: func(fs *flag.FlagSet) func(context.Context, env, string) error {
+			yes := fs.Bool("yes", false, "do not ask for confirmation")
+			fs.BoolVar(yes, "y", false, "short for -yes")
+			return func(ctx context.Context, e env, name string) error {
+				return release(ctx, e, name, *yes)
+			}
+		},
+	},
+	"list": {
+		arg:  "PATTERN",
+		help: "List the locks whose names match PATTERN, a Redis glob such as 'orders:*'.\nKeys are found with SCAN, a batch at a time, never with KEYS.",
+		setup: func(fs *flag.FlagSet) func(context.Context, env, string) error {
+			count := fs.Int64("count", 1000, "keys SCAN looks at per call (its COUNT)")
+			return func(ctx context.Context, e env, pattern string) error {
+				if *count <= 0 {
+					return usagef("-count %d is not positive", *count)
+				}
+				return list(ctx, e, pattern, *count)
+			}
+		},
+	},
+}
+
+func inspect(ctx context.Context, e env, name string) error {
+	s, err := readState(ctx, e.rc, name)
+	if err != nil {
+		return err
+	}
+	return render(e.stdout, s, true)
+}
+
+// watch polls the lock every interval until ctx ends. Polling rather than
+// keyspace notifications: they are off on most servers and turning them on
+// is a server-wide change, and twice a second costs Redis nothing.
+func watch(ctx context.Context, e env, name string, interval time.Duration) error {
+	tty := isTerminal(e.stdout)
+	var last string
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		s, err := readState(ctx, e.rc, name)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var shape bytes.Buffer
+		_ = render(&shape, s, false)
+		if tty || shape.String() != last {
+			last = shape.String()
+			var out bytes.Buffer
+			if tty {
+				out.WriteString("\x1b[H\x1b[2J") // home, clear screen
+				fmt.Fprintf(&out, "every %v, ^C to stop, %s\n\n", interval, time.Now().Format("15:04:05"))
+			} else {
+				fmt.Fprintf(&out, "--- %s\n", time.Now().Format("15:04:05.000"))
+			}
+			_ = render(&out, s, true)
+			if _, err := e.stdout.Write(out.Bytes()); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// isTerminal reports whether f is a terminal: watch redraws one in place.
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := file.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func release(ctx context.Context, e env, name string, yes bool) error {
+	s, err := readState(ctx, e.rc, name)
+	if err != nil {
+		return err
+	}
+	switch {
+	case s.kind == kindNotLock:
+		return fmt.Errorf("%s is a Redis %s, not a lock: left alone", name, s.redis)
+	case !s.held():
+		fmt.Fprintf(e.stdout, "%s is not held: nothing to release\n", name)
+		return nil
+	}
+	if !yes {
+		if err := render(e.stdout, s, true); err != nil {
+			return err
+		}
+		owners := "1 owner"
+		if n := len(s.holders); n > 1 {
+			owners = fmt.Sprintf("%d owners", n)
+		}
+		fmt.Fprintf(e.stdout, "\nForce-release %s, held by %s? Its holders lose it at their next renewal. [y/N] ", name, owners)
+		answer, _ := bufio.NewReader(e.stdin).ReadString('\n')
+		if !isTerminal(e.stdin) {
+			fmt.Fprintln(e.stdout) // a terminal echoed the user's Enter; a pipe does not
+		}
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			fmt.Fprintln(e.stdout, "left as it is")
+			return nil
+		}
+	}
+	deleted, err := forceRelease(ctx, e.rc, s)
+	if err != nil {
+		return fmt.Errorf("release %s: %w", name, err)
+	}
+	if !deleted {
+		fmt.Fprintf(e.stdout, "%s was released meanwhile: nothing to release\n", name)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "released %s (%s); its waiters were woken\n", name, s.kind)
+	return nil
+}
+
+// list finds lock names matching pattern on every node (a cluster's keys
+// are spread over its masters), then reads each.
+func list(ctx context.Context, e env, pattern string, count int64) error {
+	names := map[string]bool{}
+	queuePrefix := strings.TrimSuffix(script.FairQueueKey(""), "{}")
+	for _, node := range e.rc.Nodes() {
+		// Held locks are hashes. A fair lock whose holder has gone while
+		// others wait has no hash, only its queue: find it by its queue.
+		err := scan(ctx, node, pattern, "hash", count, func(key string) { names[key] = true })
+		if err != nil {
+			return err
+		}
+		err = scan(ctx, node, script.FairQueueKey(pattern), "list", count, func(key string) {
+			name := strings.TrimPrefix(key, queuePrefix)
+			if strings.HasPrefix(name, "{") && strings.HasSuffix(name, "}") {
+				name = name[1 : len(name)-1]
+			}
+			names[name] = true
+		})
+		if err != nil {
+			return err
+		}
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+
+	var locks []*lockState
+	const batch = 100 // snapshots per round trip
+	for i := 0; i < len(sorted); i += batch {
+		chunk := sorted[i:min(i+batch, len(sorted))]
+		execs := make([]rueidis.LuaExec, len(chunk))
+		for j, name := range chunk {
+			execs[j] = rueidis.LuaExec{Keys: inspectKeys(name), Args: []string{script.RWKeyPrefix(name)}}
+		}
+		for j, res := range inspectScript.ExecMulti(ctx, e.rc, execs...) {
+			vals, err := res.ToArray()
+			if err != nil {
+				return fmt.Errorf("inspect %s: %w", chunk[j], err)
+			}
+			s, err := parseState(chunk[j], vals)
+			if err != nil {
+				return err
+			}
+			if s.kind != kindNotLock && (s.held() || len(s.waiters) > 0) {
+				locks = append(locks, s)
+			}
+		}
+	}
+	if len(locks) == 0 {
+		fmt.Fprintf(e.stdout, "no locks match %q\n", pattern)
+		return nil
+	}
+	return renderList(e.stdout, locks)
+}
+
+// scan calls found for every key of type typ matching pattern on one node,
+// count keys at a time.
+func scan(ctx context.Context, node rueidis.Client, pattern, typ string, count int64, found func(string)) error {
+	var cursor uint64
+	for {
+		entry, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(count).Type(typ).Build()).AsScanEntry()
+		if err != nil {
+			return fmt.Errorf("scan %s: %w", pattern, err)
+		}
+		for _, k := range entry.Elements {
+			found(k)
+		}
+		if cursor = entry.Cursor; cursor == 0 {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/leasehold/leasehold/script"
+)
+
+//go:embed inspect.lua
+var inspectSource string
+
+// inspectScript reads a whole lock in one atomic step, so that what is shown
+// never mixes two states (a holder from before a release with a queue from
+// after it).
+var inspectScript = rueidis.NewLuaScript(inspectSource)
+
+// kind is what a key holds, as far as locks go.
+type kind int
+
+const (
+	kindFree    kind = iota // no lock (perhaps a fencing counter or a queue)
+	kindRLock               // reentrant lock (or a fair lock nobody waits for)
+	kindFair                // fair lock with waiters
+	kindRW                  // read-write lock
+	kindNotLock             // a key that is not a lock
+)
+
+func (k kind) String() string {
+	switch k {
+	case kindRLock:
+		return "rlock"
+	case kindFair:
+		return "fair"
+	case kindRW:
+		return "rw"
+	case kindNotLock:
+		return "not a lock"
+	}
+	return "free"
+}
+
+// holder is one owner's holds on a lock.
+type holder struct {
+	owner string // CLIENT_ID:LEASE_ID (leasehold) or UUID:THREAD_ID (Redisson)
+	count int64
+	write bool // a read-write lock's write holds (field OWNER:write)
+	// reads are the remaining TTLs of a read-write lock's read holds of
+	// owner, one per hold; a hold whose key is gone shows as 0.
+	reads []time.Duration
+}
+
+// waiter is a fair-lock waiter, or a waiting writer of a read-write lock.
+type waiter struct {
+	owner string
+	// left is how long the waiter keeps its place (or the writer its
+	// announcement) without asking again; negative once that has passed.
+	left time.Duration
+	// known is false for a queued owner with no deadline: the next attempt
+	// of any waiter removes it.
+	known bool
+}
+
+// lockState is one snapshot of a lock.
+type lockState struct {
+	name    string
+	kind    kind
+	redis   string        // the Redis type of NAME ("none" when absent)
+	mode    string        // rw: "read" or "write"
+	ttl     time.Duration // remaining TTL of NAME; -1 when it has none
+	token   uint64        // last fencing token drawn; 0 when none yet
+	holders []holder      // sorted: writers first, then by owner
+	waiters []waiter      // fair queue, oldest first
+	writers []waiter      // rw: waiting writers (writer preference)
+	foreign []string      // fields of a hash that do not look like a lock
+}
+
+// held reports whether anyone holds the lock.
+func (s *lockState) held() bool { return len(s.holders) > 0 }
+
+// readState takes one snapshot of the lock name.
+func readState(ctx context.Context, rc rueidis.Client, name string) (*lockState, error) {
+	res, err := inspectScript.Exec(ctx, rc, inspectKeys(name), []string{script.RWKeyPrefix(name)}).ToArray()
+	if err != nil {
+		return nil, fmt.Errorf("inspect %s: %w", name, err)
+	}
+	return parseState(name, res)
+}
+
+// inspectKeys are the keys inspect.lua reads for the lock name.
+func inspectKeys(name string) []string {
+	return []string{name, script.TokenKey(name), script.FairQueueKey(name), script.FairTimeoutKey(name), script.WritersKey(name)}
+}
+
+func parseState(name string, res []rueidis.RedisMessage) (*lockState, error) {
+	if len(res) != 9 {
+		return nil, fmt.Errorf("inspect %s: %d values from the script, want 9", name, len(res))
+	}
+	s := &lockState{name: name}
+	var err error
+	if s.redis, err = res[0].ToString(); err != nil {
+		return nil, err
+	}
+	pttl, err := res[1].AsInt64()
+	if err != nil {
+		return nil, err
+	}
+	s.ttl = ms(pttl)
+	fields, err := res[2].AsStrSlice()
+	if err != nil {
+		return nil, err
+	}
+	if tok, err := res[3].ToString(); err == nil {
+		s.token, _ = strconv.ParseUint(tok, 10, 64)
+	}
+	queue, err := res[4].AsStrSlice()
+	if err != nil {
+		return nil, err
+	}
+	deadlines, err := scores(res[5])
+	if err != nil {
+		return nil, err
+	}
+	announced, err := scores(res[6])
+	if err != nil {
+		return nil, err
+	}
+	now, err := res[7].AsInt64()
+	if err != nil {
+		return nil, err
+	}
+	reads, err := readHolds(res[8])
+	if err != nil {
+		return nil, err
+	}
+
+	for _, owner := range queue {
+		w := waiter{owner: owner}
+		if d, ok := deadlines[owner]; ok {
+			w.left, w.known = time.Duration(d-now)*time.Millisecond, true
+		}
+		s.waiters = append(s.waiters, w)
+	}
+	for owner, d := range announced {
+		s.writers = append(s.writers, waiter{owner: owner, left: time.Duration(d-now) * time.Millisecond, known: true})
+	}
+	sort.Slice(s.writers, func(i, j int) bool { return s.writers[i].owner < s.writers[j].owner })
+
+	switch s.redis {
+	case "none":
+		s.kind = kindFree
+		if len(queue) > 0 {
+			s.kind = kindFair // free, but with waiters about to take it
+		}
+		return s, nil
+	case "hash":
+	default:
+		s.kind = kindNotLock
+		return s, nil
+	}
+	s.kind = kindRLock
+	for i := 0; i+1 < len(fields); i += 2 {
+		f, v := fields[i], fields[i+1]
+		if f == "mode" {
+			s.kind, s.mode = kindRW, v
+			continue
+		}
+		owner, write := strings.CutSuffix(f, ":write")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 || !ownerLike(owner) {
+			s.foreign = append(s.foreign, f)
+			continue
+		}
+		h := holder{owner: owner, count: n, write: write}
+		h.reads = reads[f]
+		s.holders = append(s.holders, h)
+	}
+	if len(s.foreign) > 0 || (s.kind == kindRW && s.mode != "read" && s.mode != "write") {
+		// A hash of something else: not ours to read, or to release.
+		s.kind, s.holders = kindNotLock, nil
+		return s, nil
+	}
+	if s.kind == kindRLock && (len(queue) > 0 || len(deadlines) > 0) {
+		s.kind = kindFair
+	}
+	sort.Slice(s.holders, func(i, j int) bool {
+		a, b := s.holders[i], s.holders[j]
+		if a.write != b.write {
+			return a.write
+		}
+		return a.owner < b.owner
+	})
+	return s, nil
+}
+
+// ownerLike reports whether f has the shape of an owner field: leasehold's
+// CLIENT_ID:LEASE_ID or Redisson's UUID:THREAD_ID, both ending in a number.
+// It keeps a hash of counters from passing for a lock.
+func ownerLike(f string) bool {
+	i := strings.LastIndexByte(f, ':')
+	if i <= 0 || i == len(f)-1 {
+		return false
+	}
+	for _, r := range f[i+1:] {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// scores reads a flat ZRANGE WITHSCORES reply into member -> score.
+func scores(m rueidis.RedisMessage) (map[string]int64, error) {
+	flat, err := m.AsStrSlice()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(flat)/2)
+	for i := 0; i+1 < len(flat); i += 2 {
+		f, err := strconv.ParseFloat(flat[i+1], 64)
+		if err != nil {
+			return nil, fmt.Errorf("score %q of %s: %w", flat[i+1], flat[i], err)
+		}
+		out[flat[i]] = int64(f)
+	}
+	return out, nil
+}
+
+// readHolds reads the script's {{reader, pttl...}, ...} into reader -> TTLs.
+func readHolds(m rueidis.RedisMessage) (map[string][]time.Duration, error) {
+	rows, err := m.ToArray()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]time.Duration, len(rows))
+	for _, row := range rows {
+		vals, err := row.ToArray()
+		if err != nil || len(vals) == 0 {
+			return nil, fmt.Errorf("read holds: %v", err)
+		}
+		owner, err := vals[0].ToString()
+		if err != nil {
+			return nil, err
+		}
+		ttls := make([]time.Duration, 0, len(vals)-1)
+		for _, v := range vals[1:] {
+			n, err := v.AsInt64()
+			if err != nil {
+				return nil, err
+			}
+			ttls = append(ttls, ms(n))
+		}
+		out[owner] = ttls
+	}
+	return out, nil
+}
+
+// ms turns a PTTL reply into a duration: -1 (no expiry) stays -1ns, -2 (no
+// key) is 0.
+func ms(n int64) time.Duration {
+	switch {
+	case n == -2:
+		return 0
+	case n == -1:
+		return -1
+	}
+	return time.Duration(n) * time.Millisecond
+}
+
+// forceRelease deletes the lock whoever holds it and wakes its waiters the
+// way its kind does, through the scripts leasehold's own ForceRelease runs.
+// It reports whether there was a lock to delete.
+func forceRelease(ctx context.Context, rc rueidis.Client, s *lockState) (bool, error) {
+	switch s.kind {
+	case kindRLock:
+		return script.ForceReleaseLock(ctx, rc, s.name)
+	case kindFair:
+		return script.ForceReleaseFair(ctx, rc, s.name)
+	case kindRW:
+		return script.ForceReleaseRW(ctx, rc, s.name)
+	}
+	return false, nil
+}

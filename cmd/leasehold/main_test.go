@@ -1,0 +1,603 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"go.uber.org/goleak"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/fairqueue"
+	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/rlock"
+	"github.com/leasehold/leasehold/rw"
+	"github.com/leasehold/leasehold/script"
+)
+
+// A failed rueidis.NewClient (a wrong password, plain text to a TLS port)
+// leaves rueidis' reconnect delay sleeping for up to a second before it ends
+// on its own; it is not a goroutine of ours.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"))
+}
+
+// cmd runs the command line args against srv and returns what it printed.
+func cmd(t *testing.T, srv *redistest.Server, stdin string, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := run(ctx, append([]string{"-addr", srv.Addr()}, args...), strings.NewReader(stdin), &out, &errOut)
+	if testing.Verbose() {
+		t.Logf("$ leasehold %s\n%s%s", strings.Join(args, " "), out.String(), errOut.String())
+	}
+	return out.String(), err
+}
+
+// mustCmd is cmd that fails the test on an error.
+func mustCmd(t *testing.T, srv *redistest.Server, stdin string, args ...string) string {
+	t.Helper()
+	out, err := cmd(t, srv, stdin, args...)
+	if err != nil {
+		t.Fatalf("leasehold %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// wantLines checks that out holds a line matching each regexp, in order.
+func wantLines(t *testing.T, out string, res ...string) {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	i := 0
+	for _, re := range res {
+		rx := regexp.MustCompile(re)
+		for i < len(lines) && !rx.MatchString(lines[i]) {
+			i++
+		}
+		if i == len(lines) {
+			t.Fatalf("no line matching %q (in order) in:\n%s", re, out)
+		}
+		i++
+	}
+}
+
+func open(t *testing.T, srv *redistest.Server, opts ...leasehold.Option) *leasehold.Client {
+	t.Helper()
+	c, err := leasehold.Open(srv.Option(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func acquire(t *testing.T, l lease.Locker, ctx context.Context) *lease.Lease {
+	t.Helper()
+	ls, err := l.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	return ls
+}
+
+// eventually polls cond every few ms until it holds or d passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func queueLen(t *testing.T, srv *redistest.Server, name string) int64 {
+	t.Helper()
+	n, err := srv.Do("LLEN", script.FairQueueKey(name)).AsInt64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestInspectRLock(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv)
+	ctx := context.Background()
+	l := rlock.New(c, "orders")
+	outer := acquire(t, l, ctx)
+	inner := acquire(t, l, outer.Context())
+
+	out := mustCmd(t, srv, "", "inspect", "orders")
+	wantLines(t, out,
+		`^name +orders$`,
+		`^kind +rlock \(reentrant lock\)$`,
+		`^state +held by 1 owner$`,
+		`^ttl +(29|30)(\.\d+)?s$`,
+		fmt.Sprintf(`^token +%d$`, inner.Token()),
+		`^holders$`,
+		`^ +OWNER +HOLDS$`,
+		fmt.Sprintf(`^ +%s +2$`, regexp.QuoteMeta(outer.Owner())))
+
+	inner.Release(ctx)
+	outer.Release(ctx)
+	wantLines(t, mustCmd(t, srv, "", "inspect", "orders"),
+		`^kind +free \(no lock key\)$`, `^state +free$`, fmt.Sprintf(`^token +%d$`, inner.Token()))
+	wantLines(t, mustCmd(t, srv, "", "inspect", "never-used"), `^state +free$`, `^token +none drawn yet$`)
+}
+
+func TestInspectFair(t *testing.T) {
+	srv := redistest.Start(t)
+	holder, other := open(t, srv), open(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	held := acquire(t, fairqueue.New(holder, "jobs"), ctx)
+	defer held.Release(ctx)
+	for i := int64(1); i <= 2; i++ {
+		f := fairqueue.New(other, "jobs", leasehold.WithQueueTimeout(5*time.Second)).AcquireAsync(ctx)
+		defer f.Cancel()
+		eventually(t, 10*time.Second, "waiter queued", func() bool { return queueLen(t, srv, "jobs") == i })
+	}
+	queue, err := srv.Do("LRANGE", script.FairQueueKey("jobs"), "0", "-1").AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out := mustCmd(t, srv, "", "inspect", "jobs")
+	wantLines(t, out,
+		`^kind +fair \(fair lock, FIFO\)$`,
+		`^state +held by 1 owner$`,
+		fmt.Sprintf(`^ +%s +1$`, regexp.QuoteMeta(held.Owner())),
+		`^waiters \(2, oldest first\)$`,
+		`^ +# +OWNER +KEEPS ITS PLACE FOR$`,
+		fmt.Sprintf(`^ +1 +%s +[0-5](\.\d+)?m?s$`, regexp.QuoteMeta(queue[0])),
+		fmt.Sprintf(`^ +2 +%s +[0-5](\.\d+)?m?s$`, regexp.QuoteMeta(queue[1])))
+
+	// The holder gone while others wait: no hash, only the queue.
+	srv.Do("DEL", "jobs")
+	wantLines(t, mustCmd(t, srv, "", "inspect", "jobs"), `^kind +fair`, `^state +free$`, `^waiters \(\d, oldest first\)$`)
+}
+
+func TestInspectRW(t *testing.T) {
+	srv := redistest.Start(t)
+	a, b := open(t, srv), open(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	catalog := rw.New(a, "catalog", leasehold.WithWriterPreference())
+	r1 := acquire(t, catalog.Read(), ctx)
+	r1again := acquire(t, catalog.Read(), r1.Context())
+	r2 := acquire(t, rw.New(b, "catalog").Read(), ctx)
+	writer := rw.New(b, "catalog", leasehold.WithWriterPreference()).Write().AcquireAsync(ctx)
+	defer writer.Cancel()
+	eventually(t, 10*time.Second, "writer announced", func() bool {
+		n, _ := srv.Do("ZCARD", script.WritersKey("catalog")).AsInt64()
+		return n == 1
+	})
+
+	out := mustCmd(t, srv, "", "inspect", "catalog")
+	wantLines(t, out,
+		`^kind +rw \(read-write lock\)$`,
+		`^mode +read$`,
+		`^state +held by 2 owners$`,
+		`^ +OWNER +AS +HOLDS +HOLD TTLS$`,
+		`^waiting writers \(1\), holding new readers back \(writer preference\)$`)
+	for _, r := range []struct {
+		ls    *lease.Lease
+		holds int
+	}{{r1, 2}, {r2, 1}} {
+		ttls := strings.Repeat(` +\d+(\.\d+)?s`, r.holds)
+		wantLines(t, out, fmt.Sprintf(`^ +%s +read +%d%s$`, regexp.QuoteMeta(r.ls.Owner()), r.holds, ttls))
+	}
+
+	// The readers leave, the writer enters and downgrades.
+	r1again.Release(ctx)
+	r1.Release(ctx)
+	r2.Release(ctx)
+	w, err := writer.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Release(ctx)
+	down := acquire(t, rw.New(b, "catalog").Read(), w.Context())
+	defer down.Release(ctx)
+	wantLines(t, mustCmd(t, srv, "", "inspect", "catalog"),
+		`^mode +write$`,
+		`^state +held by 2 owners$`,
+		fmt.Sprintf(`^ +%s +write +1 +-$`, regexp.QuoteMeta(w.Owner())),
+		fmt.Sprintf(`^ +%s +read +1 +\d+(\.\d+)?s$`, regexp.QuoteMeta(down.Owner())))
+}
+
+// Redisson's own lock scripts (RedissonLock and RedissonReadLock's
+// tryLockInnerAsync), as in rlock's and rw's interop tests: the command must
+// read what a Java service wrote.
+const (
+	redissonLock = "if ((redis.call('exists', KEYS[1]) == 0) " +
+		"or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then " +
+		"redis.call('hincrby', KEYS[1], ARGV[2], 1); " +
+		"redis.call('pexpire', KEYS[1], ARGV[1]); " +
+		"return nil; " +
+		"end; " +
+		"return redis.call('pttl', KEYS[1]);"
+	redissonReadLock = "local mode = redis.call('hget', KEYS[1], 'mode'); " +
+		"if (mode == false) then " +
+		"redis.call('hset', KEYS[1], 'mode', 'read'); " +
+		"redis.call('hset', KEYS[1], ARGV[2], 1); " +
+		"redis.call('set', KEYS[2] .. ':1', 1); " +
+		"redis.call('pexpire', KEYS[2] .. ':1', ARGV[1]); " +
+		"redis.call('pexpire', KEYS[1], ARGV[1]); " +
+		"return nil; " +
+		"end; " +
+		"if (mode == 'read') or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then " +
+		"local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1); " +
+		"local key = KEYS[2] .. ':' .. ind;" +
+		"redis.call('set', key, 1); " +
+		"redis.call('pexpire', key, ARGV[1]); " +
+		"local remainTime = redis.call('pttl', KEYS[1]); " +
+		"redis.call('pexpire', KEYS[1], math.max(remainTime, ARGV[1])); " +
+		"return nil; " +
+		"end;" +
+		"return redis.call('pttl', KEYS[1]);"
+	javaOwner = "3f1c5a7e-0000-4000-8000-00000000java:1"
+)
+
+func TestInspectRedisson(t *testing.T) {
+	srv := redistest.Start(t)
+	java := srv.Client()
+	ctx := context.Background()
+	for range 2 { // reentrant, as a Java thread takes it twice
+		if err := java.Do(ctx, java.B().Eval().Script(redissonLock).Numkeys(1).Key("java-orders").
+			Arg("30000", javaOwner).Build()).Error(); err != nil && !rueidis.IsRedisNil(err) {
+			t.Fatal(err)
+		}
+		if err := java.Do(ctx, java.B().Eval().Script(redissonReadLock).Numkeys(2).
+			Key("java-catalog", script.ReadTimeoutPrefix("java-catalog", javaOwner)).
+			Arg("30000", javaOwner, javaOwner+":write").Build()).Error(); err != nil && !rueidis.IsRedisNil(err) {
+			t.Fatal(err)
+		}
+	}
+	srv.Do("HSET", "java-catalog", "ghost:1", "1") // a reader whose hold key is gone
+	wantLines(t, mustCmd(t, srv, "", "inspect", "java-orders"),
+		`^kind +rlock`, `^token +none drawn yet$`, fmt.Sprintf(`^ +%s +2$`, regexp.QuoteMeta(javaOwner)))
+	wantLines(t, mustCmd(t, srv, "", "inspect", "java-catalog"),
+		`^kind +rw`, `^mode +read$`, fmt.Sprintf(`^ +%s +read +2 +\d+(\.\d+)?s +\d+(\.\d+)?s$`, regexp.QuoteMeta(javaOwner)),
+		`^ +ghost:1 +read +1 +expired$`)
+}
+
+func TestNotALock(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Do("SET", "config", "v")
+	srv.Do("HSET", "user:1", "name", "ada")
+	srv.Do("HSET", "pageviews", "home", "10", "about:us", "3") // numbers, but no owners
+	wantLines(t, mustCmd(t, srv, "", "inspect", "config"), `^kind +not a lock \(a Redis string\)$`)
+	wantLines(t, mustCmd(t, srv, "", "inspect", "user:1"), `^kind +not a lock \(a Redis hash\)$`)
+	wantLines(t, mustCmd(t, srv, "", "inspect", "pageviews"), `^kind +not a lock \(a Redis hash\)$`)
+	wantLines(t, mustCmd(t, srv, "", "list", "*"), `^no locks match "\*"$`)
+	for _, key := range []string{"config", "user:1", "pageviews"} {
+		if _, err := cmd(t, srv, "", "release", "--yes", key); err == nil || !strings.Contains(err.Error(), "not a lock") {
+			t.Fatalf("release of %s: %v, want a refusal", key, err)
+		}
+	}
+	if n, _ := srv.Do("EXISTS", "config", "user:1", "pageviews").AsInt64(); n != 3 {
+		t.Fatalf("%d of the three keys left", n)
+	}
+}
+
+func TestList(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	o1 := acquire(t, rlock.New(c, "orders:1"), ctx)
+	acquire(t, rlock.New(c, "orders:1"), o1.Context())
+	acquire(t, rlock.New(c, "orders:2"), ctx)
+	acquire(t, fairqueue.New(c, "jobs"), ctx)
+	acquire(t, rw.New(c, "catalog").Read(), ctx)
+	// Keys that are not locks, enough of them that SCAN takes many rounds.
+	for i := range 300 {
+		srv.Do("HSET", "user:"+strconv.Itoa(i), "name", "x")
+	}
+	srv.Do("SET", "orders:count", "2")
+	// A fair lock whose holder is gone while someone waits: only its queue.
+	srv.Do("RPUSH", script.FairQueueKey("printer"), "someone:1")
+
+	out := mustCmd(t, srv, "", "list", "-count", "10", "*")
+	wantLines(t, out,
+		`^NAME +KIND +MODE +HOLDERS +HOLDS +TTL +TOKEN +WAITERS$`,
+		`^catalog +rw +read +1 +1 +\d+(\.\d+)?s +1 +0$`,
+		`^jobs +rlock +- +1 +1 +\d+(\.\d+)?s +1 +0$`, // no one waits: laid out as an rlock
+		`^orders:1 +rlock +- +1 +2 +\d+(\.\d+)?s +2 +0$`,
+		`^orders:2 +rlock +- +1 +1 +\d+(\.\d+)?s +1 +0$`,
+		`^printer +fair +- +0 +0 +- +0 +1$`)
+	if n := strings.Count(out, "\n"); n != 6 {
+		t.Fatalf("%d lines, want a header and 5 locks:\n%s", n, out)
+	}
+	out = mustCmd(t, srv, "", "list", "orders:*")
+	if !strings.Contains(out, "orders:1") || !strings.Contains(out, "orders:2") || strings.Count(out, "\n") != 3 {
+		t.Fatalf("list orders:* printed\n%s", out)
+	}
+	wantLines(t, mustCmd(t, srv, "", "list", "nothing*"), `^no locks match "nothing\*"$`)
+
+	info, err := srv.Do("INFO", "commandstats").ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(info, "cmdstat_keys:") {
+		t.Fatal("list ran KEYS")
+	}
+}
+
+func TestRelease(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv, leasehold.WithWatchdog(600*time.Millisecond))
+	other := open(t, srv, leasehold.WithWatchdog(600*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	held := acquire(t, rlock.New(c, "stuck"), ctx)
+	waiter := rlock.New(other, "stuck").AcquireAsync(ctx)
+	defer waiter.Cancel()
+
+	// No: nothing changes.
+	out := mustCmd(t, srv, "n\n", "release", "stuck")
+	wantLines(t, out, `^name +stuck$`, `^Force-release stuck, held by 1 owner\? .*\[y/N\] $`, `^left as it is$`)
+	if out := mustCmd(t, srv, "", "release", "stuck"); !strings.Contains(out, "left as it is") {
+		t.Fatalf("no answer (EOF) must mean no:\n%s", out)
+	}
+	if held.Err() != nil {
+		t.Fatal(held.Err())
+	}
+
+	// Yes: the lock goes, the waiter is woken, the holder hears at its
+	// next renewal.
+	wantLines(t, mustCmd(t, srv, "y\n", "release", "stuck"), `^released stuck \(rlock\); its waiters were woken$`)
+	select {
+	case <-waiter.Done():
+	case <-time.After(2 * time.Second): // well within the 30s lease: woken
+		t.Fatal("the waiter was not woken")
+	}
+	got, err := waiter.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the holder did not hear of the loss")
+	}
+
+	// --yes, after the name: no question asked.
+	out = mustCmd(t, srv, "", "release", "stuck", "--yes")
+	wantLines(t, out, `^released stuck \(rlock\)`)
+	if strings.Contains(out, "[y/N]") {
+		t.Fatalf("asked despite --yes:\n%s", out)
+	}
+	<-got.Lost()
+	wantLines(t, mustCmd(t, srv, "", "release", "-y", "stuck"), `^stuck is not held: nothing to release$`)
+}
+
+func TestReleaseFairAndRW(t *testing.T) {
+	srv := redistest.Start(t)
+	c, other := open(t, srv), open(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	acquire(t, fairqueue.New(c, "jobs"), ctx)
+	next := fairqueue.New(other, "jobs").AcquireAsync(ctx)
+	defer next.Cancel()
+	eventually(t, 10*time.Second, "waiter queued", func() bool { return queueLen(t, srv, "jobs") == 1 })
+	wantLines(t, mustCmd(t, srv, "", "release", "--yes", "jobs"), `^released jobs \(fair\)`)
+	if _, err := next.Result(); err != nil {
+		t.Fatalf("the head of the queue: %v", err)
+	}
+
+	acquire(t, rw.New(c, "catalog").Read(), ctx)
+	writer := rw.New(other, "catalog").Write().AcquireAsync(ctx)
+	defer writer.Cancel()
+	wantLines(t, mustCmd(t, srv, "", "release", "--yes", "catalog"), `^released catalog \(rw\)`)
+	if _, err := writer.Result(); err != nil {
+		t.Fatalf("the waiting writer: %v", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer that watch can write while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func TestWatch(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv)
+	var out syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", srv.Addr(), "watch", "-interval", "20ms", "report"}, strings.NewReader(""), &out, &out)
+	}()
+	snapshots := func() int { return strings.Count(out.String(), "--- ") }
+	eventually(t, 10*time.Second, "the first snapshot", func() bool { return snapshots() == 1 })
+
+	l := acquire(t, rlock.New(c, "report"), ctx)
+	eventually(t, 10*time.Second, "a snapshot of the held lock", func() bool { return snapshots() == 2 })
+	time.Sleep(100 * time.Millisecond) // five looks at an unchanged state (its TTL runs down)
+	if n := snapshots(); n != 2 {
+		t.Fatalf("%d snapshots of two states:\n%s", n, out.String())
+	}
+	l.Release(ctx)
+	eventually(t, 10*time.Second, "a snapshot of the released lock", func() bool { return snapshots() == 3 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("watch ended with %v", err)
+	}
+	parts := strings.Split(out.String(), "--- ")
+	wantLines(t, parts[1], `^state +free$`, `^token +none drawn yet$`)
+	wantLines(t, parts[2], `^state +held by 1 owner$`, `^ttl +\d`, `^token +1$`)
+	wantLines(t, parts[3], `^state +free$`, `^token +1$`)
+}
+
+func TestAuth(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv)
+	acquire(t, rlock.New(c, "guarded"), context.Background())
+	if err := srv.Do("CONFIG", "SET", "requirepass", "s3cret").Error(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cmd(t, srv, "", "inspect", "guarded"); err == nil {
+		t.Fatal("inspect without the password succeeded")
+	}
+	if _, err := cmd(t, srv, "", "-password", "wrong", "inspect", "guarded"); err == nil {
+		t.Fatal("inspect with a wrong password succeeded")
+	}
+	wantLines(t, mustCmd(t, srv, "", "inspect", "-password", "s3cret", "guarded"), `^state +held by 1 owner$`)
+	t.Setenv("REDIS_PASSWORD", "s3cret")
+	wantLines(t, mustCmd(t, srv, "", "inspect", "guarded"), `^state +held by 1 owner$`)
+}
+
+func TestAddrFromEnv(t *testing.T) {
+	srv := redistest.Start(t)
+	t.Setenv("REDIS_ADDR", srv.Addr())
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"inspect", "x"}, strings.NewReader(""), &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	wantLines(t, out.String(), `^name +x$`)
+}
+
+func TestTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca, cert, key := writeCerts(t, dir)
+	port, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := redistest.Start(t, "--tls-port", strconv.Itoa(port),
+		"--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", ca, "--tls-auth-clients", "no")
+	tlsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	c := open(t, srv)
+	acquire(t, rlock.New(c, "over-tls"), context.Background())
+
+	inspect := func(flags ...string) (string, error) {
+		var out bytes.Buffer
+		args := append(append([]string{"-addr", tlsAddr}, flags...), "inspect", "over-tls")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err := run(ctx, args, strings.NewReader(""), &out, &out)
+		return out.String(), err
+	}
+	out, err := inspect("-tls-ca", ca)
+	if err != nil {
+		t.Fatalf("inspect over TLS: %v", err)
+	}
+	wantLines(t, out, `^state +held by 1 owner$`)
+	if _, err := inspect("-tls"); err == nil { // the system roots do not know our CA
+		t.Fatal("TLS without the CA verified the server")
+	}
+	if _, err := inspect("-tls", "-tls-insecure"); err != nil {
+		t.Fatalf("-tls-insecure: %v", err)
+	}
+}
+
+// writeCerts writes a CA and a server certificate for 127.0.0.1 signed by
+// it, PEM, into dir.
+func writeCerts(t *testing.T, dir string) (ca, cert, key string) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "leasehold test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		KeyUsage:              x509.KeyUsageCertSign,
+		BasicConstraintsValid: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caTmpl, &srvKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(srvKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	return write("ca.pem", "CERTIFICATE", caDER), write("server.pem", "CERTIFICATE", srvDER), write("server.key", "EC PRIVATE KEY", keyDER)
+}
+
+func TestUsage(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, args := range [][]string{
+		{},
+		{"frobnicate", "x"},
+		{"inspect"},
+		{"inspect", "a", "b"},
+		{"watch", "-interval", "0s", "x"},
+		{"list", "-count", "0", "*"},
+		{"inspect", "-no-such-flag", "x"},
+	} {
+		_, err := cmd(t, srv, "", args...)
+		if !errors.As(err, new(usageError)) {
+			t.Errorf("leasehold %q: %v, want a usage error", args, err)
+		}
+	}
+	if _, err := cmd(t, srv, "", "inspect", "-h"); err != nil {
+		t.Errorf("-h: %v", err)
+	}
+}

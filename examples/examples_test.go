@@ -1,0 +1,151 @@
+// Package examples_test builds every example and runs it briefly, as a
+// newcomer would (each starts its own redis-server), checking that it
+// exits 0 and prints what its doc comment promises.
+package examples_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// runs are the example runs: the example, its flags, and what it must print
+// to stdout (stderr when the pattern starts with "stderr:"), in order.
+var runs = []struct {
+	name, example string
+	args          []string
+	want          []string
+}{
+	{"basic", "basic", nil, []string{
+		`^billing holds "orders", fencing token 1$`,
+		`^billing re-entered it: hold count 2, token 2$`,
+		`^billing released it; shipping holds it .* later, token 3$`,
+		`^the 300ms lease on "nightly-job" was lost after .*: lease: lost: nightly-job: the lease time ran out$`,
+	}},
+	{"quickstart", "quickstart", nil, []string{
+		`^holding "quickstart", fencing token 1$`,
+		`^work done; releasing$`,
+	}},
+	{"coupons", "coupons", nil, []string{
+		`^handed out 100 of 100; stock left 0, lowest 0$`,
+		`^ok: with the lock the stock never went below zero$`,
+	}},
+	{"coupons-nolock", "coupons", []string{"-nolock", "-stock", "50"}, []string{
+		`WITHOUT a lock`,
+		`^handed out \d+ of 50; stock left -?\d+, lowest -?\d+$`,
+	}},
+	{"workers", "workers", []string{"-v"}, []string{
+		`^operator: force-released the lock of tenant-5$`,
+		`^worker \d: lost tenant-5 .*renewal found the lock no longer held by this owner.*: stopped; job queued again$`,
+		`^lease events \(expvar leasehold\): \{.*"lost": 1,.*\}$`,
+		`^ok: all 10 tenants synced exactly once`,
+		`stderr:level=WARN msg="lease lost" lock=sync:tenant-5`,
+	}},
+	{"pipeline", "pipeline", []string{"-orders", "300"}, []string{
+		`^one at a time: +300 orders in .* \(300 processed, 0 twice\)$`,
+		`^pipelined, window 64: +300 orders in .* \(300 processed, 0 twice\)$`,
+		`^ok: every order processed exactly once`,
+	}},
+	{"leader", "leader", nil, []string{
+		`^candidate \d: leader 1$`,
+		`^supervisor: kill -9 candidate \d`,
+		`^supervisor: candidate \d took over .* after the kill \(lease 1s\)$`,
+		`^supervisor: candidate \d took over .* after the SIGTERM$`,
+		`^ok: one leader at a time`,
+	}},
+}
+
+func TestExamples(t *testing.T) {
+	dir := t.TempDir()
+	build := []string{"build", "-o", dir + string(filepath.Separator)}
+	if raceEnabled {
+		build = append(build, "-race")
+	}
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if !seen[r.example] {
+			seen[r.example] = true
+			build = append(build, "./"+r.example)
+		}
+	}
+	// go test puts $GOROOT/bin first on the PATH of the tests it runs.
+	if out, err := exec.Command("go", build...).CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(build, " "), err, out)
+	}
+	// As a newcomer runs them: no REDIS_ADDR, so each starts its own server.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "REDIS_ADDR=") {
+			env = append(env, kv)
+		}
+	}
+
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, filepath.Join(dir, r.example), r.args...)
+			cmd.Env = env
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			start := time.Now()
+			err := cmd.Run()
+			t.Logf("$ %s %s  (%v)\n%s", r.example, strings.Join(r.args, " "), time.Since(start).Round(time.Millisecond), stdout.String())
+			if err != nil {
+				t.Fatalf("%s: %v\nstderr:\n%s", r.example, err, stderr.String())
+			}
+			wantLines(t, stdout.String(), stderr.String(), r.want)
+		})
+	}
+}
+
+// wantLines checks that stdout holds a line matching each pattern, in order;
+// patterns starting with "stderr:" are looked for anywhere in stderr.
+func wantLines(t *testing.T, stdout, stderr string, patterns []string) {
+	t.Helper()
+	lines := strings.Split(stdout, "\n")
+	i := 0
+	for _, p := range patterns {
+		if p, ok := strings.CutPrefix(p, "stderr:"); ok {
+			if !regexp.MustCompile(p).MatchString(stderr) {
+				t.Errorf("stderr has nothing matching %q:\n%s", p, stderr)
+			}
+			continue
+		}
+		rx := regexp.MustCompile(p)
+		for i < len(lines) && !rx.MatchString(lines[i]) {
+			i++
+		}
+		if i == len(lines) {
+			t.Fatalf("no line matching %q (in order) in the output", p)
+		}
+		i++
+	}
+}
+
+// The README's quick start is examples/quickstart/main.go, verbatim, so that
+// it works as written: this test fails when the two drift apart.
+func TestQuickStartInREADME(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join("quickstart", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(readme, append(append([]byte("```go\n"), src...), "```\n"...)) {
+		t.Fatal("README.md does not show examples/quickstart/main.go verbatim in a ```go block")
+	}
+}

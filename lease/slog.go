@@ -1,0 +1,74 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+)
+
+// SlogObserver returns an Observer that logs every Event to l (slog.Default()
+// when l is nil) as "lease KIND", with the attributes lock (the name), owner,
+// and, where the Event has them, token, waited, held, took and err.
+//
+// Routine events log at Debug, so a service logging at Info hears only of
+// trouble: a lost lease, a failed release, or a wait that ended on a Redis
+// error, which log at Warn. A lease lost because its Client closed logs at
+// Info. A wait that ended because the lock was held (TryAcquire), the ctx
+// ended or the Client closed is routine: the caller has the error.
+//
+//	c, err := leasehold.Open(opt, leasehold.WithObserver(lease.SlogObserver(logger)))
+func SlogObserver(l *slog.Logger) Observer {
+	if l == nil {
+		l = slog.Default()
+	}
+	return slogObserver{l}
+}
+
+type slogObserver struct{ l *slog.Logger }
+
+func (o slogObserver) Observe(e Event) {
+	level := slogLevel(e)
+	// Renewals come several times a second from a busy Client: ask the
+	// handler before building the record.
+	ctx := context.Background()
+	if !o.l.Enabled(ctx, level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 6)
+	attrs = append(attrs, slog.String("lock", e.Name))
+	if e.Owner != "" {
+		attrs = append(attrs, slog.String("owner", e.Owner))
+	}
+	if e.Token != 0 {
+		attrs = append(attrs, slog.Uint64("token", e.Token))
+	}
+	switch e.Kind {
+	case Acquired, Abandoned:
+		attrs = append(attrs, slog.Duration("waited", e.Waited))
+	case Released, Lost:
+		attrs = append(attrs, slog.Duration("held", e.Held))
+	case Renewed:
+		attrs = append(attrs, slog.Duration("took", e.Took))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.Any("err", e.Err))
+	}
+	o.l.LogAttrs(ctx, level, "lease "+e.Kind.String(), attrs...)
+}
+
+// slogLevel is the level SlogObserver logs e at.
+func slogLevel(e Event) slog.Level {
+	switch {
+	case e.Err == nil:
+		return slog.LevelDebug
+	case errors.Is(e.Err, ErrClosed):
+		if e.Kind == Lost {
+			return slog.LevelInfo
+		}
+		return slog.LevelDebug
+	case e.Kind == Abandoned && (errors.Is(e.Err, ErrNotAcquired) ||
+		errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, context.DeadlineExceeded)):
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
+}
