@@ -222,8 +222,10 @@ func (c *leaseContext) Value(key any) any {
 	return c.lease.parent.Value(key)
 }
 
-// Lose ends the hold as lost with cause: Lost is closed and every Lease's
-// context cancelled. It does nothing once the hold has ended.
+// Lose ends the hold as lost with cause: every Lease's context is cancelled,
+// the observer told, then Lost closed, so that whoever sees Lost closed finds
+// the contexts cancelled and the event recorded. It does nothing once the
+// hold has ended.
 func (h *Hold) Lose(cause error) {
 	h.mu.Lock()
 	if h.state != held {
@@ -232,19 +234,20 @@ func (h *Hold) Lose(cause error) {
 	}
 	h.state, h.err = lost, cause
 	h.stopTimer()
-	// Contexts first: whoever sees Lost closed finds them cancelled.
 	if h.cancel != nil {
 		h.cancel(cause)
 	}
-	if h.lost != nil {
-		close(h.lost)
-	}
-	k := h.keeper
+	// From here Lost() made afresh returns a closed channel; one made
+	// before is closed below.
+	ch, k := h.lost, h.keeper
 	h.mu.Unlock()
 	if k != nil {
 		k.forget(h)
 	}
 	h.observe(Event{Kind: Lost, Held: time.Since(h.since), Err: cause})
+	if ch != nil {
+		close(ch)
+	}
 }
 
 // drift is the margin by which a holder's local deadline precedes the expiry
