@@ -69,6 +69,10 @@ func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("leasehold: open: %w", err)
 	}
+	if err := o.check(rc); err != nil {
+		rc.Close()
+		return nil, err
+	}
 	c := newClient(rc, true, !opt.DisableCache, o)
 	hub.Store(c.hub)
 	return c, nil
@@ -86,6 +90,9 @@ func New(client rueidis.Client, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := o.check(client); err != nil {
+		return nil, err
+	}
 	return newClient(client, false, false, o), nil
 }
 
@@ -97,7 +104,7 @@ func newClient(rc rueidis.Client, owned, tracking bool, o options) *Client {
 		id:     newUUID(),
 		opts:   o,
 		hub:    event.NewHub(rc, tracking),
-		keeper: lease.NewKeeper(rc, o.watchdog),
+		keeper: lease.NewKeeper(rc, o.watchdog, lease.WaitReplicas(o.replicas, o.replicaTimeout)),
 		ctx:    ctx,
 		cancel: cancel,
 	}
@@ -161,7 +168,8 @@ func (c *Client) NewOwner() string {
 
 // LockConfig resolves a lock's options against the Client's settings.
 func (c *Client) LockConfig(opts ...LockOption) LockConfig {
-	cfg := LockConfig{Watchdog: c.opts.watchdog, QueueTimeout: DefaultQueueTimeout, Observer: c.opts.observer}
+	cfg := LockConfig{Watchdog: c.opts.watchdog, QueueTimeout: DefaultQueueTimeout, Observer: c.opts.observer,
+		Replicas: c.opts.replicas, ReplicaTimeout: c.opts.replicaTimeout}
 	for _, o := range opts {
 		if o != nil {
 			o.applyLock(&cfg)

@@ -7,6 +7,7 @@ require (
 	github.com/redis/rueidis v1.0.79
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.24.0
+	golang.org/x/sys v0.48.0
 )
 
 require (
@@ -15,5 +16,4 @@ require (
 	github.com/go-redsync/redsync/v4 v4.18.1 // indirect
 	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 )

@@ -1,8 +1,11 @@
 package leasehold
 
 import (
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold/lease"
 )
@@ -15,22 +18,32 @@ const DefaultWatchdog = 30 * time.Second
 type Option interface{ apply(*options) }
 
 type options struct {
-	watchdog time.Duration
-	observer lease.Observer
-	err      error
+	watchdog       time.Duration
+	observer       lease.Observer
+	replicas       int
+	replicaTimeout time.Duration
+	err            error
 }
 
 type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
+// MinLease is the shortest lease WithWatchdog and WithLeaseTime accept. A
+// holder's local deadline comes lease/50 + 2ms before the lease runs out in
+// Redis, counted from when the acquisition was sent: a lease of a few
+// milliseconds would be lost before its acquisition returned.
+const MinLease = 10 * time.Millisecond
+
 // WithWatchdog sets the lease of locks taken without WithLeaseTime: the
 // watchdog renews it every d/3 while the holder holds the lock, and it runs
-// out d after the holder's process dies. Default: 30s.
+// out d after the holder's process dies. d must be at least MinLease.
+// Default: 30s.
 func WithWatchdog(d time.Duration) Option {
 	return optionFunc(func(o *options) {
-		if d <= 0 {
-			o.err = fmt.Errorf("%w: watchdog %v is not positive", lease.ErrInvalid, d)
+		if d < MinLease {
+			// Below it the keeper's tick, d/3, would be 0 or a busy loop.
+			o.err = fmt.Errorf("%w: watchdog %v is shorter than %v", lease.ErrInvalid, d, MinLease)
 			return
 		}
 		o.watchdog = d
@@ -45,6 +58,38 @@ func WithObserver(o lease.Observer) Option {
 	return optionFunc(func(opts *options) { opts.observer = o })
 }
 
+// ErrNotReplicated is wrapped, with lease.ErrNotAcquired, by the error of an
+// acquisition that fewer replicas acknowledged than WithReplicas asks for.
+var ErrNotReplicated = errors.New("leasehold: not acknowledged by enough replicas")
+
+// WithReplicas makes every acquisition and every watchdog renewal wait until
+// n replicas of the Redis primary have acknowledged it (Redis WAIT n, for at
+// most timeout), so that a replica promoted after the primary dies still
+// holds the lock: without it a lock taken just before a failover is lost
+// with the primary, and two owners hold it. An acquisition fewer replicas
+// acknowledge is released and fails with an error wrapping ErrNotReplicated
+// and lease.ErrNotAcquired (Redisson's checkLockSyncedSlaves); a renewal
+// round fewer acknowledge confirms no lease, so their local deadlines do not
+// move, and the round is retried until they run out. Each acquisition then
+// costs one more round trip, of up to timeout, on a connection of its own;
+// keep timeout well under the lease, which runs from when the acquisition
+// was sent.
+// Redis Cluster is not supported (WAIT would reach an arbitrary node): Open
+// and New fail. Default: 0, no waiting.
+func WithReplicas(n int, timeout time.Duration) Option {
+	return optionFunc(func(o *options) {
+		switch {
+		case n < 0:
+			o.err = fmt.Errorf("%w: %d replicas is negative", lease.ErrInvalid, n)
+		case n > 0 && timeout <= 0:
+			// WAIT with timeout 0 blocks for ever.
+			o.err = fmt.Errorf("%w: replica timeout %v is not positive", lease.ErrInvalid, timeout)
+		default:
+			o.replicas, o.replicaTimeout = n, timeout
+		}
+	})
+}
+
 func resolve(opts []Option) (options, error) {
 	o := options{watchdog: DefaultWatchdog}
 	for _, opt := range opts {
@@ -53,6 +98,14 @@ func resolve(opts []Option) (options, error) {
 		}
 	}
 	return o, o.err
+}
+
+// check reports options the client rc cannot honour.
+func (o options) check(rc rueidis.Client) error {
+	if o.replicas > 0 && rc.Mode() == rueidis.ClientModeCluster {
+		return fmt.Errorf("%w: WithReplicas in Redis Cluster: WAIT would not reach the primary of the lock's slot", lease.ErrInvalid)
+	}
+	return nil
 }
 
 // A LockOption configures one lock; every lock constructor takes them.
@@ -64,11 +117,12 @@ func (f lockOptionFunc) applyLock(c *LockConfig) { f(c) }
 
 // WithLeaseTime sets a fixed lease with no watchdog: the lock expires d after
 // it was taken unless released first (Redisson's lock(leaseTime)), and the
-// Lease's Lost closes just before. Default: watchdog, 30s (WithWatchdog).
+// Lease's Lost closes just before. d must be at least MinLease. Default:
+// watchdog, 30s (WithWatchdog).
 func WithLeaseTime(d time.Duration) LockOption {
 	return lockOptionFunc(func(c *LockConfig) {
-		if d <= 0 {
-			c.Err = fmt.Errorf("%w: lease time %v is not positive", lease.ErrInvalid, d)
+		if d < MinLease {
+			c.Err = fmt.Errorf("%w: lease time %v is shorter than %v", lease.ErrInvalid, d, MinLease)
 			return
 		}
 		c.LeaseTime = d
@@ -115,6 +169,10 @@ type LockConfig struct {
 	WriterPreference bool
 	// Observer is the Client's observer, nil for none.
 	Observer lease.Observer
+	// Replicas is how many replicas must acknowledge each acquisition
+	// (WithReplicas), within ReplicaTimeout; 0 for none.
+	Replicas       int
+	ReplicaTimeout time.Duration
 	// Err is the first invalid option, returned by the lock's first Acquire.
 	Err error
 }

@@ -26,6 +26,10 @@ type Keeper struct {
 	stop     context.CancelFunc
 	done     chan struct{}
 	rounds   atomic.Uint64
+	// replicas, when positive, must acknowledge each round (WAIT), within
+	// replicaTimeout, for the round to confirm anything.
+	replicas       int
+	replicaTimeout time.Duration
 
 	mu     sync.Mutex
 	holds  map[*Hold]struct{}
@@ -34,7 +38,7 @@ type Keeper struct {
 
 // NewKeeper starts a keeper that renews watchdog holds on rc every
 // watchdog/3. Close stops it.
-func NewKeeper(rc rueidis.Client, watchdog time.Duration) *Keeper {
+func NewKeeper(rc rueidis.Client, watchdog time.Duration, opts ...KeeperOption) *Keeper {
 	ctx, stop := context.WithCancel(context.Background())
 	k := &Keeper{
 		rc:       rc,
@@ -44,8 +48,28 @@ func NewKeeper(rc rueidis.Client, watchdog time.Duration) *Keeper {
 		done:     make(chan struct{}),
 		holds:    make(map[*Hold]struct{}),
 	}
+	for _, o := range opts {
+		if o != nil {
+			o.applyKeeper(k)
+		}
+	}
 	go k.run()
 	return k
+}
+
+// A KeeperOption configures a Keeper in NewKeeper.
+type KeeperOption interface{ applyKeeper(*Keeper) }
+
+type keeperOptionFunc func(*Keeper)
+
+func (f keeperOptionFunc) applyKeeper(k *Keeper) { f(k) }
+
+// WaitReplicas makes every renewal round end with WAIT n timeout, in the same
+// pipeline: a round that fewer than n replicas acknowledge confirms no hold,
+// so their deadlines stay where they were and the round is retried, as after
+// a lost reply. n <= 0 waits for none. Default: none.
+func WaitReplicas(n int, timeout time.Duration) KeeperOption {
+	return keeperOptionFunc(func(k *Keeper) { k.replicas, k.replicaTimeout = max(n, 0), timeout })
 }
 
 // Track starts keeping h. sent is when the script that took the lock was
@@ -135,15 +159,18 @@ func (k *Keeper) round(hs []*Hold) (failed []*Hold) {
 		return nil
 	}
 	k.rounds.Add(1)
-	ctx, cancel := context.WithTimeout(k.ctx, k.interval)
+	ctx, cancel := context.WithTimeout(k.ctx, k.interval+k.replicaTimeout)
 	defer cancel()
-	cmds := make(rueidis.Commands, len(hs))
+	cmds := make(rueidis.Commands, len(hs), len(hs)+1)
 	for i, h := range hs {
 		r := h.cfg.Renew
 		cmds[i] = r.Script.Evalsha(k.rc, r.Keys, r.Args)
 	}
+	cmds = k.appendWait(cmds)
 	sent := time.Now()
 	res := k.rc.DoMulti(ctx, cmds...)
+	synced := k.synced(res[len(hs):])
+	res = res[:len(hs)]
 	var again []int
 	for i, r := range res {
 		if script.IsNoScript(r.Error()) {
@@ -152,12 +179,17 @@ func (k *Keeper) round(hs []*Hold) (failed []*Hold) {
 	}
 	if len(again) > 0 {
 		k.rounds.Add(1)
-		evals := make(rueidis.Commands, len(again))
+		evals := make(rueidis.Commands, len(again), len(again)+1)
 		for j, i := range again {
 			r := hs[i].cfg.Renew
 			evals[j] = r.Script.Eval(k.rc, r.Keys, r.Args)
 		}
-		for j, r := range k.rc.DoMulti(ctx, evals...) {
+		// This pipeline may run on another connection than the first,
+		// and WAIT counts only its own connection's writes: it waits again.
+		evals = k.appendWait(evals)
+		res2 := k.rc.DoMulti(ctx, evals...)
+		synced = synced && k.synced(res2[len(again):])
+		for j, r := range res2[:len(again)] {
 			res[again[j]] = r
 		}
 	}
@@ -166,7 +198,9 @@ func (k *Keeper) round(hs []*Hold) (failed []*Hold) {
 		h := hs[i]
 		n, err := r.AsInt64()
 		switch {
-		case err != nil:
+		case err != nil, n == 1 && !synced:
+			// No answer, or renewed on a primary whose replicas have not
+			// all acknowledged it: unconfirmed, the deadline stays.
 			failed = append(failed, h)
 		case n == 1:
 			h.confirm(sent)
@@ -178,6 +212,26 @@ func (k *Keeper) round(hs []*Hold) (failed []*Hold) {
 		}
 	}
 	return failed
+}
+
+// appendWait appends WAIT to a round's pipeline when replicas must
+// acknowledge it. rueidis runs a pipeline holding WAIT (a blocking command)
+// on a dedicated connection, the renewals first: WAIT then counts them.
+func (k *Keeper) appendWait(cmds rueidis.Commands) rueidis.Commands {
+	if k.replicas <= 0 {
+		return cmds
+	}
+	return append(cmds, k.rc.B().Wait().Numreplicas(int64(k.replicas)).Timeout(max(k.replicaTimeout.Milliseconds(), 1)).Build())
+}
+
+// synced reports whether the WAIT reply of a round, if any, counts enough
+// replicas.
+func (k *Keeper) synced(wait []rueidis.RedisResult) bool {
+	if k.replicas <= 0 {
+		return true
+	}
+	n, err := wait[0].AsInt64()
+	return err == nil && n >= int64(k.replicas)
 }
 
 func (k *Keeper) kept(h *Hold) bool {

@@ -44,7 +44,9 @@ func (c Config) check() error {
 	switch {
 	case c.NodeTimeout < 0:
 		return fmt.Errorf("%w: node timeout %v is negative", lease.ErrInvalid, c.NodeTimeout)
-	case c.ClockDrift < 0 || c.ClockDrift >= 1:
+	case !(c.ClockDrift >= 0 && c.ClockDrift < 1):
+		// Written so that NaN, which fails every comparison, is refused:
+		// it would make the drift, and so the validity, meaningless.
 		return fmt.Errorf("%w: clock drift %v is not in [0, 1)", lease.ErrInvalid, c.ClockDrift)
 	case c.DriftMargin < 0:
 		return fmt.Errorf("%w: drift margin %v is negative", lease.ErrInvalid, c.DriftMargin)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -60,8 +61,36 @@ func (l *Lock) Check() error {
 		return fmt.Errorf("%w: empty lock name", lease.ErrInvalid)
 	case l.Config.Err != nil:
 		return fmt.Errorf("%w (lock %q)", l.Config.Err, l.Name)
+	case l.Client.Redis().Mode() == rueidis.ClientModeCluster && !oneSlot(l.Name):
+		// rueidis would panic building a script call whose keys lie in
+		// different slots; Redis would refuse it with CROSSSLOT.
+		return fmt.Errorf("%w: lock name %q cannot be used in Redis Cluster: its braces make no hash tag, "+
+			"so the keys derived from it lie in other slots; use a name with a non-empty {tag}, or no '}'", lease.ErrInvalid, l.Name)
 	}
 	return l.Client.Err()
+}
+
+// oneSlot reports whether every key derived from the lock name (prefix:{NAME}
+// or prefix:NAME, {NAME}:suffix or NAME:suffix, as Redisson derives them)
+// hashes to the Redis Cluster slot of name itself. It does not for a name
+// with braces but no hash tag in them that also holds a '}' ("a{}b", "x}y"),
+// nor for one with a '{' and no tag ("a{b"), since its derived keys keep the
+// name out of braces. Those names work on a single Redis, not on a cluster.
+func oneSlot(name string) bool {
+	tag := hashed(name)
+	return hashed(script.Prefixed("p", name)) == tag && hashed(script.Suffixed(name, "s")) == tag
+}
+
+// hashed is the part of key that Redis Cluster hashes to find its slot: what
+// the first '{' and the first '}' after it enclose, when that is not empty;
+// else the whole key.
+func hashed(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
 }
 
 // Acquire blocks until the lock is held or ctx is done. On failure it returns
@@ -255,6 +284,12 @@ func (l *Lock) attempt(ctx context.Context, owner string) (*lease.Lease, script.
 	if !g.Acquired {
 		return nil, g, nil
 	}
+	if l.Config.Replicas > 0 {
+		if err := l.replicate(ctx, owner, ttl); err != nil {
+			l.releaseNow(owner)
+			return nil, g, err
+		}
+	}
 	h := lease.NewHold(lease.HoldConfig{
 		Name:     l.Name,
 		Owner:    owner,
@@ -271,7 +306,55 @@ func (l *Lock) attempt(ctx context.Context, owner string) (*lease.Lease, script.
 		return nil, g, err
 	}
 	ls, err := h.NewLease(ctx, g.Token)
-	return ls, g, err
+	if err != nil {
+		// The hold ended since Track: the Client closed, or the local
+		// deadline passed before the acquisition returned (it took longer
+		// than the lease less its drift margin).
+		cause := h.Err()
+		if errors.Is(cause, lease.ErrClosed) {
+			return nil, g, cause
+		}
+		return nil, g, fmt.Errorf("%w: %s: the lease (%v) ran out before the acquisition returned: %w", lease.ErrNotAcquired, l.Name, ttl, cause)
+	}
+	return ls, g, nil
+}
+
+// replicate waits until Config.Replicas replicas have owner's new hold
+// (WithReplicas), and returns an error wrapping leasehold.ErrNotReplicated
+// when fewer acknowledge it in time. WAIT counts the writes of the
+// connection it runs on, and rueidis runs WAIT, a blocking command, on a
+// dedicated connection rather than the one that ran the acquire script. So
+// the hold is written once more on that connection, by the renewal script
+// (which only re-applies the lease), and WAIT follows it in one pipeline:
+// replicas apply the primary's writes in order, so one that acknowledges the
+// renewal has the acquisition too.
+func (l *Lock) replicate(ctx context.Context, owner string, ttl time.Duration) error {
+	n, timeout := l.Config.Replicas, l.Config.ReplicaTimeout
+	if l.Renewal == nil {
+		return fmt.Errorf("%w: %s: %w: the lock has no renewal script to wait on", lease.ErrNotAcquired, l.Name, leasehold.ErrNotReplicated)
+	}
+	r := l.Renewal(owner, ttl)
+	rc := l.Client.Redis()
+	// EVAL, not EVALSHA: after a NOSCRIPT (a new primary after a failover
+	// has no scripts) the WAIT pipelined behind it would wait for nothing,
+	// and the renewal sent after it could come too late.
+	res := rc.DoMulti(ctx, r.Script.Eval(rc, r.Keys, r.Args), rc.B().Wait().Numreplicas(int64(n)).Timeout(max(timeout.Milliseconds(), 1)).Build())
+	held, err := res[0].AsInt64()
+	if err == nil && held != 1 {
+		err = errors.New("the lease ran out before the replicas were asked")
+	}
+	acked := int64(0)
+	if err == nil {
+		acked, err = res[1].AsInt64()
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w: %v", lease.ErrNotAcquired, l.Name, leasehold.ErrNotReplicated, err)
+	}
+	if acked < int64(n) {
+		return fmt.Errorf("%w: %s: %w: %d of %d replicas acknowledged the acquisition within %v; released",
+			lease.ErrNotAcquired, l.Name, leasehold.ErrNotReplicated, acked, n, timeout)
+	}
+	return nil
 }
 
 func (l *Lock) renewal(owner string, ttl time.Duration) *lease.Renewal {
@@ -349,7 +432,8 @@ func retry(ctx context.Context, op func() error) {
 
 // transient reports whether err may pass: a transport failure or a context
 // ending, after which the script may or may not have run. A Redis error reply
-// (a script error, WRONGTYPE) is not transient.
+// (a script error, WRONGTYPE) is not transient, nor are replicas that did not
+// acknowledge an acquisition (it was released; waiting would not bring them).
 func transient(err error) bool {
 	if err == nil {
 		return false
@@ -357,7 +441,8 @@ func transient(err error) bool {
 	if _, ok := rueidis.IsRedisErr(err); ok {
 		return false
 	}
-	return !errors.Is(err, lease.ErrInvalid) && !errors.Is(err, lease.ErrClosed)
+	return !errors.Is(err, lease.ErrInvalid) && !errors.Is(err, lease.ErrClosed) &&
+		!errors.Is(err, leasehold.ErrNotReplicated)
 }
 
 func ctxErr(ctx context.Context, last error) error {
