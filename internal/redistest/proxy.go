@@ -1,10 +1,10 @@
 package redistest
 
 import (
-	"io"
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Proxy forwards TCP connections from a loopback port to a server, and cuts
@@ -19,6 +19,7 @@ type Proxy struct {
 	refuse  bool
 	dropAck bool // cut the connection when the server next answers
 	dropped int
+	delay   time.Duration // added to every byte's trip, each way
 	wg      sync.WaitGroup
 }
 
@@ -69,32 +70,53 @@ func (p *Proxy) accept() {
 }
 
 // pipe copies src to dst. fromServer marks the server-to-client direction,
-// where a pending DropNextReply cuts instead of forwarding.
+// where a pending DropNextReply cuts instead of forwarding. A second
+// goroutine writes, each chunk once the delay set when it was read has
+// passed, so that reading goes on meanwhile: the delay is latency, not a
+// throttle, and order is kept.
 func (p *Proxy) pipe(dst, src net.Conn, fromServer bool) {
 	defer p.wg.Done()
 	defer p.closeConn(dst)
 	defer p.closeConn(src)
-	if !fromServer {
-		_, _ = io.Copy(dst, src)
-		return
+	type chunk struct {
+		b   []byte
+		due time.Time
 	}
+	q := make(chan chunk, 1024)
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		failed := false
+		for c := range q {
+			if failed {
+				continue // drain, so that the reader never blocks
+			}
+			if d := time.Until(c.due); d > 0 {
+				time.Sleep(d)
+			}
+			if _, err := dst.Write(c.b); err != nil {
+				failed = true
+				p.closeConn(src) // ends the reader
+			}
+		}
+	}()
+	defer func() { close(q); <-written }()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			drop := p.dropAck
-			p.dropAck = false
+			drop := fromServer && p.dropAck
 			if drop {
+				p.dropAck = false
 				p.dropped++
 			}
+			delay := p.delay
 			p.mu.Unlock()
 			if drop {
 				return // the reply is lost with the connection
 			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
+			q <- chunk{b: append([]byte(nil), buf[:n]...), due: time.Now().Add(delay)}
 		}
 		if err != nil {
 			return
@@ -136,6 +158,14 @@ func (p *Proxy) Refuse(on bool) {
 func (p *Proxy) DropNextReply() {
 	p.mu.Lock()
 	p.dropAck = true
+	p.mu.Unlock()
+}
+
+// Delay adds d to the trip of every byte through the proxy, each way, from
+// now on (0: none): a slow network, where Cut is a broken one.
+func (p *Proxy) Delay(d time.Duration) {
+	p.mu.Lock()
+	p.delay = d
 	p.mu.Unlock()
 }
 

@@ -179,7 +179,9 @@ func (s *Server) Option() rueidis.ClientOption {
 // the test ends: the test's own view of Redis.
 func (s *Server) Client() rueidis.Client {
 	s.tb.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr()}, DisableCache: true})
+	// ForceSingleClient: this server's own view, even when it is a node of
+	// a cluster (rueidis would otherwise route by slot).
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr()}, DisableCache: true, ForceSingleClient: true})
 	if err != nil {
 		s.tb.Fatalf("redistest: client: %v", err)
 	}
@@ -191,7 +193,7 @@ func (s *Server) Client() rueidis.Client {
 // the test on a connection error (not on a Redis error reply).
 func (s *Server) Do(args ...string) rueidis.RedisResult {
 	s.tb.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr()}, DisableCache: true, DisableRetry: true})
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr()}, DisableCache: true, DisableRetry: true, ForceSingleClient: true})
 	if err != nil {
 		s.tb.Fatalf("redistest: client: %v", err)
 	}

@@ -1,0 +1,541 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/leasehold/leasehold/internal/redistest"
+)
+
+var longFlag = flag.Bool("long", false, "run the long form of the fault tests (also LEASEHOLD_CHAOS_LONG=1)")
+
+// long reports whether the long form runs: more workers, more faults, more time.
+func long() bool { return *longFlag || os.Getenv("LEASEHOLD_CHAOS_LONG") == "1" }
+
+// pick is short in the short form, lng in the long one.
+func pick[T any](short, lng T) T {
+	if long() {
+		return lng
+	}
+	return short
+}
+
+func TestMain(m *testing.M) {
+	if cfg := os.Getenv(WorkerEnv); cfg != "" {
+		os.Exit(workerMain(cfg))
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		totals.print(os.Stderr, code)
+		os.Exit(code)
+	}))
+}
+
+// workerMain is the test binary run as a worker process.
+func workerMain(js string) int {
+	var cfg WorkerConfig
+	if err := json.Unmarshal([]byte(js), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos worker:", err)
+		return 2
+	}
+	if err := RunWorker(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos worker:", err)
+		return 1
+	}
+	return 0
+}
+
+// totals are the figures of the whole run, printed when it ends.
+var totals = &figures{faults: map[string]int{}, margins: map[string][]time.Duration{}}
+
+type figures struct {
+	mu                                   sync.Mutex
+	acquisitions, waits, writes, refused int
+	overlaps, guarded, unguarded, lost   int
+	violations, leaked, workers          int
+	documented                           int // unguarded overlaps in the documented loss case
+	maxOverrun                           time.Duration
+	faults                               map[string]int
+	margins                              map[string][]time.Duration
+}
+
+func (f *figures) fault(kind string, n int) {
+	f.mu.Lock()
+	f.faults[kind] += n
+	f.mu.Unlock()
+}
+
+// margin records how long before the lock's server-side TTL ended its
+// holder's lease was lost (negative: after).
+func (f *figures) margin(kind string, d time.Duration) {
+	f.mu.Lock()
+	f.margins[kind] = append(f.margins[kind], d)
+	f.mu.Unlock()
+}
+
+func (f *figures) add(r *Report) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.acquisitions += r.Acquisitions
+	f.waits += r.Waits
+	f.writes += r.Writes
+	f.refused += r.Refused
+	f.overlaps += r.Overlaps
+	f.guarded += r.Guarded
+	f.unguarded += len(r.Unguarded)
+	f.lost += r.Lost
+	f.violations += len(r.Violations())
+	f.maxOverrun = max(f.maxOverrun, r.MaxWaitOverrun)
+}
+
+func (f *figures) print(w io.Writer, code int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.acquisitions == 0 && len(f.faults) == 0 {
+		return // no fault test ran (-run, -fuzz)
+	}
+	form := "short"
+	if long() {
+		form = "long"
+	}
+	fmt.Fprintf(w, "chaos figures (%s form):\n", form)
+	fmt.Fprintf(w, "  acquisitions checked: %d (waits %d, latest return %v past a ctx deadline)\n", f.acquisitions, f.waits, f.maxOverrun.Round(time.Millisecond))
+	fmt.Fprintf(w, "  fenced writes: %d, refused by the fence: %d; leases lost while held: %d\n", f.writes, f.refused, f.lost)
+	fmt.Fprintf(w, "  overlapping sections: %d, guarded by the fence: %d, unguarded: %d; violations: %d\n", f.overlaps, f.guarded, f.unguarded, f.violations)
+	if f.documented > 0 {
+		fmt.Fprintf(w, "  unguarded overlaps where the loss is documented (one server restarted empty): %d\n", f.documented)
+	}
+	kinds := make([]string, 0, len(f.faults))
+	for k := range f.faults {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		fmt.Fprintf(w, "  faults %-28s %d\n", k+":", f.faults[k])
+	}
+	kinds = kinds[:0]
+	for k := range f.margins {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		ms := slices.Clone(f.margins[k])
+		slices.Sort(ms)
+		fmt.Fprintf(w, "  lost-lease margin %-20s n=%d min %v median %v max %v (before the server-side TTL end)\n",
+			k+":", len(ms), ms[0].Round(100*time.Microsecond), ms[len(ms)/2].Round(100*time.Microsecond), ms[len(ms)-1].Round(100*time.Microsecond))
+	}
+	leak := "0 in the test process"
+	if code != 0 {
+		leak = "see goleak above, if any"
+	}
+	fmt.Fprintf(w, "  goroutines leaked: %d in %d worker processes, %s\n", f.leaked, f.workers, leak)
+}
+
+// rig runs worker processes against a lock and a fenced resource, injects
+// faults into them, and checks what they did.
+type rig struct {
+	t        *testing.T
+	dir      string
+	base     WorkerConfig
+	resource *Resource
+
+	mu       sync.Mutex
+	procs    []*proc
+	killed   map[string]bool
+	finished map[string]bool // told to stop before the end
+}
+
+// proc is one worker process.
+type proc struct {
+	id     string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	exited chan struct{}
+	state  *os.ProcessState
+}
+
+// newRig starts the resource's own redis-server. base is every worker's
+// configuration, less Process and Out.
+func newRig(t *testing.T, base WorkerConfig) *rig {
+	t.Helper()
+	res := redistest.Start(t)
+	r := &rig{t: t, dir: t.TempDir(), base: base, killed: map[string]bool{}, finished: map[string]bool{},
+		resource: NewResource(res.Client(), base.Name)}
+	r.base.Resource = res.Addr()
+	if r.base.Max == 0 {
+		r.base.Max = 10 * time.Minute
+	}
+	t.Cleanup(r.reap)
+	return r
+}
+
+// defaults fills in a worker configuration's usual values.
+func defaults(kind, name string, addrs ...string) WorkerConfig {
+	return WorkerConfig{
+		Kind:       kind,
+		Name:       name,
+		Addrs:      addrs,
+		Goroutines: 3,
+		// 900ms: short enough that faults pass quickly, long enough that a
+		// loaded 2-core machine under -race renews well in time (every 300ms).
+		Watchdog:    900 * time.Millisecond,
+		Hold:        20 * time.Millisecond,
+		Think:       2 * time.Millisecond,
+		Wait:        3 * time.Second,
+		NodeTimeout: 300 * time.Millisecond,
+	}
+}
+
+// spawn starts a worker process named id, its configuration changed by mod.
+func (r *rig) spawn(id string, mod func(*WorkerConfig)) *proc {
+	r.t.Helper()
+	cfg := r.base
+	cfg.Addrs = slices.Clone(cfg.Addrs)
+	cfg.Process, cfg.Out = id, filepath.Join(r.dir, id+".jsonl")
+	if mod != nil {
+		mod(&cfg)
+	}
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), WorkerEnv+"="+string(js))
+	logf, err := os.Create(filepath.Join(r.dir, id+".log"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	p := &proc{id: id, cmd: cmd, stdin: stdin, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); p.state = cmd.ProcessState; close(p.exited) }()
+	r.mu.Lock()
+	r.procs = append(r.procs, p)
+	r.mu.Unlock()
+	return p
+}
+
+// spawnN starts n workers named prefix0, prefix1...
+func (r *rig) spawnN(prefix string, n int, mod func(*WorkerConfig)) []*proc {
+	ps := make([]*proc, n)
+	for i := range ps {
+		ps[i] = r.spawn(prefix+strconv.Itoa(i), mod)
+	}
+	return ps
+}
+
+// finish tells p to stop (it closes its stdin) and waits for it to exit.
+func (r *rig) finish(p *proc) {
+	r.t.Helper()
+	r.mu.Lock()
+	r.finished[p.id] = true
+	r.mu.Unlock()
+	_ = p.stdin.Close()
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		r.t.Fatalf("worker %s did not stop in 30s", p.id)
+	}
+}
+
+// kill sends SIGKILL (kill -9) to p and waits for it to die.
+func (r *rig) kill(p *proc) {
+	r.mu.Lock()
+	r.killed[p.id] = true
+	r.mu.Unlock()
+	_ = p.cmd.Process.Signal(syscall.SIGCONT) // a stopped process must run to die
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// signal sends sig (SIGSTOP, SIGCONT) to p.
+func (r *rig) signal(p *proc, sig syscall.Signal) {
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		r.t.Fatalf("%s: %v", p.id, err)
+	}
+}
+
+// stop tells every live worker to finish (it closes their stdin) and waits
+// for them: each ends its section, releases, closes its Clients and writes
+// its summary. A worker that does not end in 30s fails the test.
+func (r *rig) stop() {
+	r.t.Helper()
+	r.mu.Lock()
+	ps := slices.Clone(r.procs)
+	r.mu.Unlock()
+	for _, p := range ps {
+		_ = p.stdin.Close()
+	}
+	for _, p := range ps {
+		select {
+		case <-p.exited:
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+			r.t.Errorf("worker %s did not stop in 30s", p.id)
+		}
+		if !r.killed[p.id] && !p.state.Success() {
+			out, _ := os.ReadFile(filepath.Join(r.dir, p.id+".log"))
+			r.t.Errorf("worker %s: %v\n%s", p.id, p.state, out)
+		}
+	}
+}
+
+// alive fails the test if a worker not killed on purpose has exited.
+func (r *rig) alive() {
+	r.t.Helper()
+	r.mu.Lock()
+	ps := slices.Clone(r.procs)
+	r.mu.Unlock()
+	for _, p := range ps {
+		select {
+		case <-p.exited:
+			r.mu.Lock()
+			expected := r.killed[p.id] || r.finished[p.id]
+			r.mu.Unlock()
+			if !expected {
+				out, _ := os.ReadFile(filepath.Join(r.dir, p.id+".log"))
+				r.t.Fatalf("worker %s exited: %v\n%s", p.id, p.state, out)
+			}
+		default:
+		}
+	}
+}
+
+// reap kills whatever worker is still running when the test ends (a failed test).
+func (r *rig) reap() {
+	r.mu.Lock()
+	ps := slices.Clone(r.procs)
+	r.mu.Unlock()
+	for _, p := range ps {
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// writes is the number of writes the resource has accepted so far.
+func (r *rig) writes() int64 {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n, err := r.resource.Len(ctx)
+	if err != nil {
+		r.t.Fatalf("resource: %v", err)
+	}
+	return n
+}
+
+// progress waits until the resource has accepted n more writes than it had
+// at from, and fails the test if that takes longer than d.
+func (r *rig) progress(from, n int64, d time.Duration, what string) {
+	r.t.Helper()
+	r.await(d, fmt.Sprintf("%d accepted writes (%s)", n, what), func(a Accepted) bool { return true }, from, int(n))
+}
+
+// await polls the resource's log from index from until count entries match
+// ok, and returns the last of them. It fails the test after d.
+func (r *rig) await(d time.Duration, what string, ok func(Accepted) bool, from int64, count int) Accepted {
+	r.t.Helper()
+	deadline := time.Now().Add(d)
+	seen := 0
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		es, err := r.resource.Since(ctx, from)
+		cancel()
+		if err != nil {
+			r.t.Fatalf("resource: %v", err)
+		}
+		from += int64(len(es))
+		for _, e := range es {
+			if ok(e) {
+				if seen++; seen >= count {
+					return e
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("after %v: no %s", d, what)
+		}
+		r.alive()
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// log reads the resource's log of accepted writes.
+func (r *rig) log() []Accepted {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	log, err := r.resource.Log(ctx)
+	if err != nil {
+		r.t.Fatalf("resource: %v", err)
+	}
+	return log
+}
+
+// startServer starts a redis-server for the lock.
+func startServer(t *testing.T) *redistest.Server { return redistest.Start(t) }
+
+// records reads every worker's records.
+func (r *rig) records() (secs []Section, waits []Wait, sums map[string]*Summary) {
+	r.t.Helper()
+	sums = map[string]*Summary{}
+	files, _ := filepath.Glob(filepath.Join(r.dir, "*.jsonl"))
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var rec Record
+			if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+				// A worker killed mid-write leaves a torn last line.
+				continue
+			}
+			switch {
+			case rec.Section != nil:
+				secs = append(secs, *rec.Section)
+			case rec.Wait != nil:
+				waits = append(waits, *rec.Wait)
+			case rec.Summary != nil:
+				sums[rec.Summary.Process] = rec.Summary
+			}
+		}
+		f.Close()
+	}
+	return secs, waits, sums
+}
+
+// check stops the workers, replays their records against the resource's log,
+// fails the test on any violation, and adds the figures to the totals.
+func (r *rig) check(waitSlack time.Duration) (*Report, []Section) {
+	r.t.Helper()
+	return r.checkWith(waitSlack, false)
+}
+
+// checkWith is check; with lossExpected, overlaps the fence did not stop and
+// tokens reused or out of order are the documented loss of the lock (a
+// single server restarted without persistence): they are logged and counted
+// apart, not failed.
+func (r *rig) checkWith(waitSlack time.Duration, lossExpected bool) (*Report, []Section) {
+	r.t.Helper()
+	r.stop()
+	secs, waits, sums := r.records()
+	log := r.log()
+	rep := Check(Input{Sections: secs, Waits: waits, Log: log, Killed: r.killed, WaitSlack: waitSlack})
+	r.t.Logf("checked: %v", rep)
+	if lossExpected {
+		for _, v := range append(rep.Unguarded, rep.Order...) {
+			r.t.Logf("documented loss: %s", v)
+		}
+		totals.mu.Lock()
+		totals.documented += len(rep.Unguarded)
+		totals.mu.Unlock()
+		rep.Unguarded, rep.Order = nil, nil
+	}
+	for i, v := range rep.Violations() {
+		if i == 20 {
+			r.t.Errorf("... and %d more", len(rep.Violations())-20)
+			break
+		}
+		r.t.Errorf("violation: %s", v)
+	}
+	if rep.Acquisitions == 0 {
+		r.t.Error("no acquisition was made")
+	}
+	totals.add(rep)
+	leaked := 0
+	for _, p := range r.procs {
+		if r.killed[p.id] {
+			continue
+		}
+		s := sums[p.id]
+		switch {
+		case s == nil:
+			r.t.Errorf("worker %s wrote no summary", p.id)
+		case s.Leaked > 0:
+			leaked += s.Leaked
+			r.t.Errorf("worker %s leaked %d goroutines:\n%s", p.id, s.Leaked, s.LeakInfo)
+		}
+	}
+	totals.mu.Lock()
+	totals.leaked += leaked
+	totals.workers += len(r.procs)
+	totals.mu.Unlock()
+	return rep, secs
+}
+
+// section finds the record of section id (as the resource logs it) with token.
+func section(t *testing.T, secs []Section, id string, token uint64) *Section {
+	t.Helper()
+	for i := range secs {
+		if secs[i].ID == id && secs[i].Token == token {
+			return &secs[i]
+		}
+	}
+	t.Fatalf("no record of section %s with token %d", id, token)
+	return nil
+}
+
+// ready waits until each of ps has entered a critical section: every worker
+// is up, so that a fault finds them all at work.
+func (r *rig) ready(ps ...*proc) {
+	r.t.Helper()
+	for _, p := range ps {
+		r.await(60*time.Second, "enter by "+p.id, enterOf(p.id), 0, 1)
+	}
+}
+
+// ofProcess matches log entries of a process's goroutines.
+func ofProcess(id string) func(Accepted) bool {
+	return func(a Accepted) bool { return process(a.Holder) == id }
+}
+
+// enterOf matches the enter writes of a process.
+func enterOf(id string) func(Accepted) bool {
+	return func(a Accepted) bool { return a.Phase == "enter" && process(a.Holder) == id }
+}
+
+// waitSlack is how late past its ctx deadline an Acquire may return on a
+// loaded 2-core machine under -race before it counts as late: scheduling,
+// not a wait for Redis.
+const waitSlack = 500 * time.Millisecond
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// eventually polls cond every few ms until it holds or d passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,130 @@
+package chaos
+
+import (
+	"testing"
+	"time"
+)
+
+// ms is a Mono of n milliseconds.
+func ms(n int) Mono { return Mono(time.Duration(n) * time.Millisecond) }
+
+func sec(holder string, token uint64, enter, exit int, writes ...Write) Section {
+	return Section{Holder: holder, ID: holder, Token: token, Enter: ms(enter), Exit: ms(exit), Writes: writes}
+}
+
+func wr(phase string, at int, accepted bool) Write {
+	return Write{Phase: phase, Issued: ms(at), Done: ms(at), Accepted: accepted}
+}
+
+func logged(token uint64, holder, phase string) Accepted {
+	return Accepted{Token: token, Holder: holder, Phase: phase}
+}
+
+// The checker finds each kind of violation in records made up to show it,
+// and none where the fence did its job: a checker that cannot fail proves
+// nothing.
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name string
+		in   Input
+		want func(r *Report) bool
+	}{
+		{"sequential sections", Input{
+			Sections: []Section{
+				sec("p/g0", 1, 0, 10, wr("enter", 1, true), wr("exit", 9, true)),
+				sec("q/g0", 2, 11, 20, wr("enter", 12, true), wr("exit", 19, true)),
+			},
+			Log: []Accepted{logged(1, "p/g0", "enter"), logged(1, "p/g0", "exit"), logged(2, "q/g0", "enter"), logged(2, "q/g0", "exit")},
+		}, func(r *Report) bool { return r.Overlaps == 0 && len(r.Violations()) == 0 }},
+		{"overlap the fence did not stop", Input{
+			Sections: []Section{
+				sec("p/g0", 1, 0, 10, wr("enter", 1, true), wr("exit", 9, true)),
+				sec("q/g0", 2, 5, 20, wr("enter", 12, true), wr("exit", 19, true)),
+			},
+			Log: []Accepted{logged(1, "p/g0", "enter"), logged(1, "p/g0", "exit"), logged(2, "q/g0", "enter"), logged(2, "q/g0", "exit")},
+		}, func(r *Report) bool { return r.Overlaps == 1 && len(r.Unguarded) == 1 }},
+		{"overlap where a refusal came before it", Input{
+			Sections: []Section{
+				sec("p/g0", 1, 0, 10, wr("enter", 1, false), wr("exit", 9, true)),
+				sec("q/g0", 2, 5, 20, wr("enter", 12, true), wr("exit", 19, true)),
+			},
+			Log: []Accepted{logged(1, "p/g0", "exit"), logged(2, "q/g0", "enter"), logged(2, "q/g0", "exit")},
+		}, func(r *Report) bool { return r.Overlaps == 1 && len(r.Unguarded) == 1 }},
+		{"overlap the fence stopped", Input{
+			Sections: []Section{
+				sec("p/g0", 1, 0, 10, wr("enter", 1, true), wr("exit", 9, false)),
+				sec("q/g0", 2, 5, 20, wr("enter", 6, true), wr("exit", 19, true)),
+			},
+			Log: []Accepted{logged(1, "p/g0", "enter"), logged(2, "q/g0", "enter"), logged(2, "q/g0", "exit")},
+		}, func(r *Report) bool { return r.Overlaps == 1 && r.Guarded == 1 && len(r.Violations()) == 0 }},
+		{"a section ends when its lease is lost", Input{
+			Sections: []Section{
+				{Holder: "p/g0", ID: "p/g0", Token: 1, Enter: ms(0), Exit: ms(10), Lost: ms(4), Writes: []Write{wr("enter", 1, true)}},
+				sec("q/g0", 2, 5, 20, wr("enter", 6, true)),
+			},
+			Log: []Accepted{logged(1, "p/g0", "enter"), logged(2, "q/g0", "enter")},
+		}, func(r *Report) bool { return r.Overlaps == 0 && r.Lost == 1 && len(r.Violations()) == 0 }},
+		{"write after the loss accepted", Input{
+			Sections: []Section{
+				{Holder: "p/g0", ID: "p/g0", Token: 1, Enter: ms(0), Exit: ms(10), Lost: ms(4), Writes: []Write{wr("enter", 1, true), wr("exit", 8, true)}},
+			},
+			Log: []Accepted{logged(1, "p/g0", "enter"), logged(1, "p/g0", "exit")},
+		}, func(r *Report) bool { return len(r.AfterLoss) == 1 }},
+		{"tokens out of order", Input{
+			Log: []Accepted{logged(2, "q/g0", "enter"), logged(1, "p/g0", "enter")},
+		}, func(r *Report) bool { return len(r.Order) == 1 }},
+		{"one token, two holders", Input{
+			Log: []Accepted{logged(3, "q/g0", "enter"), logged(3, "p/g0", "enter")},
+		}, func(r *Report) bool { return len(r.Order) == 1 }},
+		{"late waiter", Input{
+			Waits:     []Wait{{Holder: "p/g0", Start: 0, Deadline: ms(100), Returned: ms(900), Err: "context deadline exceeded"}},
+			WaitSlack: 500 * time.Millisecond,
+		}, func(r *Report) bool { return len(r.Late) == 1 && r.WaitTimeouts == 1 }},
+		{"records and log disagree", Input{
+			Sections: []Section{sec("p/g0", 1, 0, 10, wr("enter", 1, true))},
+		}, func(r *Report) bool { return len(r.Mismatch) == 1 }},
+		{"a killed process's last write needs no record", Input{
+			Log:    []Accepted{logged(1, "p/g0", "enter")},
+			Killed: map[string]bool{"p": true},
+		}, func(r *Report) bool { return len(r.Violations()) == 0 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Check(tt.in)
+			if !tt.want(r) {
+				t.Errorf("%v; violations: %q", r, r.Violations())
+			}
+		})
+	}
+}
+
+// The same end to end, with worker processes that take no lock at all: with
+// fresh tokens, their sections overlap and only the fence keeps the resource
+// in order, refusing writes (no lock does that without faults); with one
+// token for all, no fence, the overlaps go unguarded and the resource takes
+// one token from many holders. Without this, a checker wired wrong (records
+// lost, clocks not comparable) would pass every test.
+func TestCheckCatchesNoLock(t *testing.T) {
+	for _, kind := range []string{KindNone, KindNoneUnfenced} {
+		t.Run(kind, func(t *testing.T) {
+			srv := startServer(t)
+			base := defaults(kind, "nolock", srv.Addr())
+			base.Hold = 10 * time.Millisecond
+			r := newRig(t, base)
+			r.spawnN("w", 2, nil)
+			r.progress(0, 50, 30*time.Second, "without a lock")
+			r.stop()
+			secs, waits, _ := r.records()
+			rep := Check(Input{Sections: secs, Waits: waits, Log: r.log(), WaitSlack: waitSlack})
+			t.Logf("%s: %v", kind, rep)
+			switch {
+			case rep.Overlaps == 0:
+				t.Fatal("no overlap found without a lock")
+			case kind == KindNone && rep.Refused == 0:
+				t.Fatal("the fence refused nothing without a lock")
+			case kind == KindNoneUnfenced && (len(rep.Unguarded) == 0 || len(rep.Order) == 0):
+				t.Fatal("no unguarded overlap found without a lock or a fence")
+			}
+		})
+	}
+}

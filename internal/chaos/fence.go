@@ -1,0 +1,100 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/rueidis"
+)
+
+// fenceScript is the guarded resource's write: it accepts a write only if
+// its fencing token is at least the highest it has accepted, and logs every
+// accepted write, so that the order in which the resource took them can be
+// replayed. It runs on a redis-server of its own, not the lock server: the
+// resource must outlive the faults of the lock service.
+//
+// KEYS[1]  fence:NAME  the highest token accepted
+// KEYS[2]  log:NAME    list of accepted writes, "TOKEN|SECTION|PHASE|ISSUED"
+// ARGV[1]  token   ARGV[2] section (Section.ID)   ARGV[3] phase   ARGV[4] issued (Mono)
+//
+// Returns 1 when accepted, 0 when refused.
+var fenceScript = rueidis.NewLuaScript(`
+local high = tonumber(redis.call('get', KEYS[1]) or '-1')
+if tonumber(ARGV[1]) < high then
+  return 0
+end
+redis.call('set', KEYS[1], ARGV[1])
+redis.call('rpush', KEYS[2], ARGV[1] .. '|' .. ARGV[2] .. '|' .. ARGV[3] .. '|' .. ARGV[4])
+return 1
+`)
+
+// Resource is the fenced resource for one lock name.
+type Resource struct {
+	rc   rueidis.Client
+	keys []string
+}
+
+// NewResource is the resource of lock name on the Redis rc reaches.
+func NewResource(rc rueidis.Client, name string) *Resource {
+	return &Resource{rc: rc, keys: []string{"fence:" + name, "log:" + name}}
+}
+
+// Write tries a write of the critical section named section under token; it
+// reports whether the resource took it.
+func (r *Resource) Write(ctx context.Context, token uint64, section, phase string, issued Mono) (bool, error) {
+	n, err := fenceScript.Exec(ctx, r.rc, r.keys, []string{
+		strconv.FormatUint(token, 10), section, phase, strconv.FormatInt(int64(issued), 10),
+	}).AsInt64()
+	return n == 1, err
+}
+
+// Accepted is one write in the resource's log.
+type Accepted struct {
+	Token uint64
+	// Holder is the section that wrote, Section.ID: PROCESS/gN#M.
+	Holder string
+	Phase  string
+	Issued Mono
+}
+
+// Log reads every accepted write, oldest first.
+func (r *Resource) Log(ctx context.Context) ([]Accepted, error) {
+	lines, err := r.rc.Do(ctx, r.rc.B().Lrange().Key(r.keys[1]).Start(0).Stop(-1).Build()).AsStrSlice()
+	if err != nil {
+		return nil, err
+	}
+	return parseLog(lines)
+}
+
+// Len is the number of accepted writes so far.
+func (r *Resource) Len(ctx context.Context) (int64, error) {
+	return r.rc.Do(ctx, r.rc.B().Llen().Key(r.keys[1]).Build()).AsInt64()
+}
+
+// Since reads the accepted writes from index i on.
+func (r *Resource) Since(ctx context.Context, i int64) ([]Accepted, error) {
+	lines, err := r.rc.Do(ctx, r.rc.B().Lrange().Key(r.keys[1]).Start(i).Stop(-1).Build()).AsStrSlice()
+	if err != nil {
+		return nil, err
+	}
+	return parseLog(lines)
+}
+
+func parseLog(lines []string) ([]Accepted, error) {
+	out := make([]Accepted, 0, len(lines))
+	for _, l := range lines {
+		f := strings.Split(l, "|")
+		if len(f) != 4 {
+			return nil, fmt.Errorf("chaos: bad log entry %q", l)
+		}
+		tok, err1 := strconv.ParseUint(f[0], 10, 64)
+		iss, err2 := strconv.ParseInt(f[3], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("chaos: bad log entry %q", l)
+		}
+		out = append(out, Accepted{Token: tok, Holder: f[1], Phase: f[2], Issued: Mono(iss)})
+	}
+	return out, nil
+}

@@ -1,0 +1,73 @@
+package chaos
+
+// Record is one line of a worker's output file: exactly one field is set.
+type Record struct {
+	Section *Section `json:"section,omitempty"`
+	Wait    *Wait    `json:"wait,omitempty"`
+	Summary *Summary `json:"summary,omitempty"`
+}
+
+// Section is one acquisition and the critical section it guarded.
+type Section struct {
+	// Holder names the worker goroutine: PROCESS/gN.
+	Holder string `json:"holder"`
+	// ID names this section, HOLDER#N: the resource logs its writes under
+	// it. Tokens alone do not tell sections apart once a server restarted
+	// empty hands the same token out again.
+	ID string `json:"id"`
+	// Owner is the lease's owner field in Redis.
+	Owner string `json:"owner"`
+	Token uint64 `json:"token"`
+	// Enter is read just after Acquire returned; Exit just before Release.
+	Enter Mono `json:"enter"`
+	Exit  Mono `json:"exit"`
+	// Lost is when the lease's context was cancelled because the lease was
+	// lost (0: it was not): from then on the holder must not act.
+	Lost    Mono   `json:"lost,omitempty"`
+	LostErr string `json:"lost_err,omitempty"`
+	// Writes are the section's writes to the fenced resource, in order.
+	Writes []Write `json:"writes"`
+	// Skipped counts writes the holder did not make because its lease was
+	// no longer valid.
+	Skipped int `json:"skipped,omitempty"`
+	// ReleaseErr is Release's error, if any.
+	ReleaseErr string `json:"release_err,omitempty"`
+}
+
+// End is when the holder stopped acting: its exit, or the loss of its lease
+// if that came first (an obedient holder acts no more once it is lost).
+func (s *Section) End() Mono {
+	if s.Lost != 0 && s.Lost < s.Exit {
+		return s.Lost
+	}
+	return s.Exit
+}
+
+// Write is one write to the fenced resource.
+type Write struct {
+	Phase string `json:"phase"` // "enter" or "exit"
+	// Issued is read before the holder checked its lease and sent the
+	// write; Done when the reply came.
+	Issued   Mono   `json:"issued"`
+	Done     Mono   `json:"done"`
+	Accepted bool   `json:"accepted"`
+	Err      string `json:"err,omitempty"`
+}
+
+// Wait is one Acquire call: when it started, its ctx deadline, when it returned.
+type Wait struct {
+	Holder   string `json:"holder"`
+	Start    Mono   `json:"start"`
+	Deadline Mono   `json:"deadline"`
+	Returned Mono   `json:"returned"`
+	Acquired bool   `json:"acquired"`
+	Err      string `json:"err,omitempty"`
+}
+
+// Summary is a worker's last line, written once it has closed its Clients.
+type Summary struct {
+	Process string `json:"process"`
+	// Leaked is the number of goroutines left running after Close.
+	Leaked   int    `json:"leaked"`
+	LeakInfo string `json:"leak_info,omitempty"`
+}

@@ -1,0 +1,331 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+	"go.uber.org/goleak"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/fairqueue"
+	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/quorum"
+	"github.com/leasehold/leasehold/rlock"
+	"github.com/leasehold/leasehold/rw"
+)
+
+// WorkerEnv, when set to a JSON WorkerConfig, turns the test binary into a
+// worker process (see TestMain).
+const WorkerEnv = "LEASEHOLD_CHAOS_WORKER"
+
+// The kinds of lock a worker takes.
+const (
+	KindRLock   = "rlock"   // rlock.New
+	KindFair    = "fair"    // fairqueue.New
+	KindRW      = "rw"      // rw.New(...).Write()
+	KindRedLock = "redlock" // quorum.RedLock of an rlock on each address
+	// KindNone is no lock at all: Acquire returns at once with a fresh
+	// token; KindNoneUnfenced the same with token 1 every time (no fencing).
+	// Only the checker's own tests use them, to show that it catches what a
+	// broken lock does.
+	KindNone         = "none"
+	KindNoneUnfenced = "none-unfenced"
+)
+
+// WorkerConfig is what a worker process does.
+type WorkerConfig struct {
+	// Process names the worker; its goroutines are Process/g0, Process/g1...
+	Process string `json:"process"`
+	// Kind is the lock (KindRLock, ...); Name its name.
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Addrs are the lock's Redis servers: one, or one per RedLock node.
+	Addrs []string `json:"addrs"`
+	// Resource is the fenced resource's Redis server.
+	Resource   string `json:"resource"`
+	Goroutines int    `json:"goroutines"`
+	// Watchdog is the Clients' watchdog lease.
+	Watchdog time.Duration `json:"watchdog"`
+	// Hold is the longest a goroutine stays in its critical section (a
+	// random time in [Hold/2, Hold]); Think the pause after each section.
+	Hold  time.Duration `json:"hold"`
+	Think time.Duration `json:"think"`
+	// Wait is the ctx deadline of each Acquire.
+	Wait time.Duration `json:"wait"`
+	// NodeTimeout is the RedLock's per-node timeout.
+	NodeTimeout time.Duration `json:"node_timeout"`
+	// LateWrite makes the exit write go out even after the lease was lost:
+	// a holder caught between its check and its write (the fence's case).
+	LateWrite bool `json:"late_write"`
+	// Out is the file the records are appended to, one JSON line each.
+	Out string `json:"out"`
+	// Max stops the worker after this long even if nobody tells it to.
+	Max time.Duration `json:"max"`
+}
+
+// RunWorker runs a worker until its standard input is closed (or Max
+// passes): each goroutine loops acquire, write "enter" to the resource, hold,
+// write "exit", release, and records every acquisition and every wait. It
+// returns once its Clients are closed and its last record written.
+func RunWorker(cfg WorkerConfig) error {
+	// Whatever runs now is not ours to stop; whatever we start must end.
+	before := goleak.IgnoreCurrent()
+	out, err := os.OpenFile(cfg.Out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	// One write per record, unbuffered: a worker killed with kill -9 loses
+	// at most the section it was in.
+	var outMu sync.Mutex
+	emit := func(r Record) {
+		b, _ := json.Marshal(r)
+		outMu.Lock()
+		_, _ = out.Write(append(b, '\n'))
+		outMu.Unlock()
+	}
+
+	stop := make(chan struct{})
+	var once sync.Once
+	halt := func() { once.Do(func() { close(stop) }) }
+	go watchStdin(halt)
+	limit := time.AfterFunc(cfg.Max, halt)
+	defer limit.Stop()
+
+	res, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{cfg.Resource}, DisableCache: true})
+	if err != nil {
+		return fmt.Errorf("resource: %w", err)
+	}
+	defer res.Close()
+	resource := NewResource(res, cfg.Name)
+
+	cs := make([]*leasehold.Client, len(cfg.Addrs))
+	for i, addr := range cfg.Addrs {
+		if cs[i], err = leasehold.Open(clientOption(addr), leasehold.WithWatchdog(cfg.Watchdog)); err != nil {
+			for _, c := range cs[:i] {
+				c.Close()
+			}
+			return fmt.Errorf("open %s: %w", addr, err)
+		}
+	}
+
+	var wg sync.WaitGroup
+	for g := 0; g < cfg.Goroutines; g++ {
+		wg.Go(func() {
+			w := &goroutine{cfg: cfg, holder: cfg.Process + "/g" + strconv.Itoa(g), locker: cfg.locker(cs),
+				resource: resource, emit: emit, stop: stop}
+			w.loop()
+		})
+	}
+	wg.Wait()
+	for _, c := range cs {
+		c.Close()
+	}
+	res.Close()
+	sum := &Summary{Process: cfg.Process}
+	// Every goroutine the Clients started must have ended with Close; only
+	// the one reading stdin (left blocked if Max stopped us) may remain.
+	if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/leasehold/leasehold/internal/chaos.watchStdin"), before); err != nil {
+		sum.Leaked, sum.LeakInfo = countGoroutines(err.Error()), err.Error()
+	}
+	emit(Record{Summary: sum})
+	return nil
+}
+
+// watchStdin calls halt when standard input ends: the test closed its end of
+// the pipe, or died.
+func watchStdin(halt func()) {
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	halt()
+}
+
+// countGoroutines counts the goroutines a goleak error lists.
+func countGoroutines(s string) int {
+	n := 0
+	for i := 0; i+10 <= len(s); i++ {
+		if s[i:i+10] == "Goroutine " {
+			n++
+		}
+	}
+	return max(n, 1)
+}
+
+// clientOption is the rueidis option of a worker's Client: short timeouts,
+// so that faults are noticed in good time, as redistest's.
+func clientOption(addr string) rueidis.ClientOption {
+	return rueidis.ClientOption{
+		InitAddress:      []string{addr},
+		ConnWriteTimeout: 2 * time.Second,
+		Dialer:           net.Dialer{Timeout: time.Second},
+	}
+}
+
+// locker makes the goroutine's lock.
+func (cfg WorkerConfig) locker(cs []*leasehold.Client) lease.Locker {
+	switch cfg.Kind {
+	case KindFair:
+		return fairqueue.New(cs[0], cfg.Name)
+	case KindRW:
+		return rw.New(cs[0], cfg.Name).Write()
+	case KindRedLock:
+		ms := make([]lease.Locker, len(cs))
+		for i, c := range cs {
+			ms[i] = rlock.New(c, cfg.Name)
+		}
+		return quorum.RedLockWith(quorum.Config{NodeTimeout: cfg.NodeTimeout}, ms...)
+	case KindNone, KindNoneUnfenced:
+		return &noLock{rc: cs[0].Redis(), name: cfg.Name, unfenced: cfg.Kind == KindNoneUnfenced}
+	}
+	return rlock.New(cs[0], cfg.Name)
+}
+
+// goroutine is one worker goroutine.
+type goroutine struct {
+	cfg      WorkerConfig
+	holder   string
+	locker   lease.Locker
+	resource *Resource
+	emit     func(Record)
+	stop     <-chan struct{}
+	sections int // sections so far, to name them
+}
+
+func (w *goroutine) stopped() bool {
+	select {
+	case <-w.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (w *goroutine) loop() {
+	for !w.stopped() {
+		ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Wait)
+		start := Now()
+		ls, err := w.locker.Acquire(ctx)
+		wait := &Wait{Holder: w.holder, Start: start, Deadline: start.Add(w.cfg.Wait), Returned: Now(), Acquired: err == nil}
+		cancel()
+		if err != nil {
+			wait.Err = err.Error()
+			w.emit(Record{Wait: wait})
+			if !errors.Is(err, context.DeadlineExceeded) {
+				w.pause(w.cfg.Think + 10*time.Millisecond) // Redis is failing: do not spin
+			}
+			continue
+		}
+		w.emit(Record{Wait: wait})
+		w.section(ls)
+		w.pause(w.cfg.Think)
+	}
+}
+
+func (w *goroutine) pause(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-w.stop:
+	}
+}
+
+// section runs one critical section under ls and records it.
+func (w *goroutine) section(ls *lease.Lease) {
+	w.sections++
+	s := &Section{Holder: w.holder, ID: w.holder + "#" + strconv.Itoa(w.sections), Owner: ls.Owner(), Token: ls.Token(), Enter: Now()}
+	// The lease's context is cancelled first thing when it is lost (before
+	// Lost closes), and on release: the time it ends, if lost, is when the
+	// holder can first know.
+	lctx := ls.Context()
+	var lost Mono
+	watched := make(chan struct{})
+	stopWatch := context.AfterFunc(lctx, func() {
+		defer close(watched)
+		lost = Now()
+	})
+	w.write(s, lctx, "enter", false)
+	hold := w.cfg.Hold/2 + rand.N(w.cfg.Hold/2+1)
+	t := time.NewTimer(hold)
+	select {
+	case <-t.C:
+	case <-lctx.Done():
+	case <-w.stop: // told to finish: cut the section short
+	}
+	t.Stop()
+	w.write(s, lctx, "exit", w.cfg.LateWrite)
+	s.Exit = Now()
+	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	if err := ls.Release(rctx); err != nil {
+		s.ReleaseErr = err.Error()
+	}
+	cancel()
+	if stopWatch() {
+		close(watched) // Release cancels the context: only if it failed to
+	}
+	<-watched
+	if cause := context.Cause(lctx); errors.Is(cause, lease.ErrLost) || errors.Is(cause, lease.ErrClosed) {
+		s.Lost, s.LostErr = lost, cause.Error()
+	}
+	w.emit(Record{Section: s})
+}
+
+// write sends one fenced write, unless the lease is no longer valid and
+// late is not set. Issued is read before the check, so a write issued
+// after the loss is one the holder should not have made.
+func (w *goroutine) write(s *Section, lctx context.Context, phase string, late bool) {
+	issued := Now()
+	if lctx.Err() != nil && !late {
+		s.Skipped++
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ok, err := w.resource.Write(ctx, s.Token, s.ID, phase, issued)
+	wr := Write{Phase: phase, Issued: issued, Done: Now(), Accepted: ok}
+	if err != nil {
+		wr.Err = err.Error()
+	}
+	s.Writes = append(s.Writes, wr)
+}
+
+// noLock excludes nobody: each Acquire draws the next token from the lock's
+// fencing counter and returns a lease at once.
+type noLock struct {
+	rc       rueidis.Client
+	name     string
+	unfenced bool
+}
+
+func (n *noLock) Acquire(ctx context.Context) (*lease.Lease, error) {
+	tok := uint64(1)
+	if !n.unfenced {
+		var err error
+		if tok, err = n.rc.Do(ctx, n.rc.B().Incr().Key("none-token:"+n.name).Build()).AsUint64(); err != nil {
+			return nil, err
+		}
+	}
+	h := lease.NewHold(lease.HoldConfig{Name: n.name, Owner: "none", TTL: time.Hour,
+		Release: func(context.Context, string, bool) error { return nil }})
+	return h.NewLease(ctx, tok)
+}
+
+func (n *noLock) TryAcquire(ctx context.Context) (*lease.Lease, error) { return n.Acquire(ctx) }
+
+func (n *noLock) AcquireAsync(ctx context.Context) *lease.Future {
+	f, run := lease.NewFuture(ctx, n.Acquire)
+	run()
+	return f
+}
