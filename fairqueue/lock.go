@@ -105,7 +105,7 @@ func (l *Lock) Name() string { return l.queued.Name }
 // Acquire blocks until the lock is held or ctx is done; ctx's deadline is the
 // wait (Redisson's waitTime). The caller joins the queue at its first attempt
 // and gets the lock once everyone ahead has had it or left. On failure it
-// returns the error (ctx.Err() when ctx ended), holds nothing, and its place
+// returns an error wrapping ctx.Err() when ctx ended, holds nothing, and its place
 // in the queue is removed at once. If ctx carries a lease of this lock from
 // the same Client, Acquire re-enters: it raises the hold count and returns at
 // once, without queueing.

@@ -7,7 +7,7 @@ import "context"
 type Locker interface {
 	// Acquire blocks until the lock is held or ctx is done; ctx's deadline is
 	// the longest the caller will wait. On failure it returns an error
-	// (ctx.Err() when ctx ended) and holds nothing.
+	// naming the lock (wrapping ctx.Err() when ctx ended) and holds nothing.
 	Acquire(ctx context.Context) (*Lease, error)
 	// TryAcquire makes one attempt and does not wait: it returns an error
 	// wrapping ErrNotAcquired when another owner holds the lock.

@@ -59,6 +59,35 @@ func TestBadInput(t *testing.T) {
 			t.Fatalf("error %v does not name the lock", err)
 		}
 	})
+	t.Run("every error names the lock", func(t *testing.T) {
+		held := mustAcquire(t, rlock.New(c, "busy-named"), ctx)
+		defer release(t, held)
+		short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		gone, cancelGone := context.WithCancel(context.Background())
+		cancelGone()
+		for _, tc := range []struct {
+			what   string
+			lock   *rlock.Lock
+			ctx    context.Context
+			target error
+		}{
+			{"wait ended by ctx", rlock.New(c, "busy-named"), short, context.DeadlineExceeded},
+			{"ctx ended before", rlock.New(c, "busy-named"), gone, context.Canceled},
+			{"closed Client", rlock.New(closed, "closed-named"), ctx, lease.ErrClosed},
+			{"bad option", rlock.New(c, "opt-named", leasehold.WithLeaseTime(-1)), ctx, lease.ErrInvalid},
+		} {
+			_, err := tc.lock.Acquire(tc.ctx)
+			wantErr(t, err, tc.target)
+			if !contains(err.Error(), tc.lock.Name()) {
+				t.Errorf("%s: error %q does not name the lock", tc.what, err)
+			}
+		}
+		_, err := rlock.New(c, "busy-named").TryAcquire(ctx)
+		if wantErr(t, err, lease.ErrNotAcquired); !contains(err.Error(), "busy-named") {
+			t.Errorf("TryAcquire: error %q does not name the lock", err)
+		}
+	})
 	t.Run("already cancelled ctx", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(context.Background())
 		cancel()

@@ -64,7 +64,7 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 func (l *Lock) Name() string { return l.e.Name }
 
 // Acquire blocks until the lock is held or ctx is done; ctx's deadline is the
-// wait (Redisson's waitTime). On failure it returns the error (ctx.Err() when
+// wait (Redisson's waitTime). On failure it returns an error (wrapping ctx.Err() when
 // ctx ended) and holds nothing. If ctx carries a lease of this lock from the
 // same Client, Acquire re-enters: it raises the hold count and returns at once.
 func (l *Lock) Acquire(ctx context.Context) (*lease.Lease, error) { return l.e.Acquire(ctx) }

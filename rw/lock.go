@@ -186,7 +186,7 @@ type writer struct {
 var _ lease.Locker = (*writer)(nil)
 
 // Acquire blocks until the write lock is held or ctx is done. On failure it
-// returns the error (ctx.Err() when ctx ended, ErrUpgrade under a read lease)
+// returns an error (wrapping ctx.Err() when ctx ended, ErrUpgrade under a read lease)
 // and holds nothing.
 func (w *writer) Acquire(ctx context.Context) (*lease.Lease, error) {
 	if err := w.upgrade(ctx); err != nil {

@@ -67,7 +67,10 @@ func (l *Lock) Check() error {
 		return fmt.Errorf("%w: lock name %q cannot be used in Redis Cluster: its braces make no hash tag, "+
 			"so the keys derived from it lie in other slots; use a name with a non-empty {tag}, or no '}'", lease.ErrInvalid, l.Name)
 	}
-	return l.Client.Err()
+	if err := l.Client.Err(); err != nil {
+		return fmt.Errorf("%w (lock %s)", err, l.Name)
+	}
+	return nil
 }
 
 // oneSlot reports whether every key derived from the lock name (prefix:{NAME}
@@ -94,7 +97,8 @@ func hashed(key string) string {
 }
 
 // Acquire blocks until the lock is held or ctx is done. On failure it returns
-// the error (ctx.Err() when ctx ended) and holds nothing.
+// an error naming the lock (wrapping ctx.Err() when ctx ended) and holds
+// nothing.
 func (l *Lock) Acquire(ctx context.Context) (*lease.Lease, error) { return l.acquire(ctx, true) }
 
 // TryAcquire makes one attempt: an error wrapping lease.ErrNotAcquired when
@@ -130,8 +134,8 @@ func (l *Lock) acquireUnobserved(ctx context.Context, wait bool) (*lease.Lease, 
 	if err := l.Check(); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if ctx.Err() != nil {
+		return nil, l.ctxErr(ctx, nil)
 	}
 	if h := lease.HoldFrom(ctx, l.Scope, l.Name); h != nil {
 		return l.reenter(ctx, h)
@@ -191,9 +195,9 @@ func (l *Lock) wait(ctx context.Context, owner string, g script.Grant, err error
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, ctxErr(ctx, lastErr)
+			return nil, l.ctxErr(ctx, lastErr)
 		case <-l.Client.Context().Done():
-			return nil, l.Client.Err()
+			return nil, l.Check()
 		case <-ready:
 			// Subscribed: releases from now on will be heard, but one may
 			// have slipped in since the last attempt, so try once more.
@@ -210,7 +214,7 @@ func (l *Lock) wait(ctx context.Context, owner string, g script.Grant, err error
 			return nil, err
 		case err != nil && ctx.Err() != nil:
 			passOn = true // our attempt may have been the one a wake-up was for
-			return nil, ctxErr(ctx, err)
+			return nil, l.ctxErr(ctx, err)
 		case err != nil:
 			lastErr = err
 			// The undo of that attempt releases whatever its owner holds,
@@ -244,7 +248,7 @@ func (l *Lock) watch(owner string) (*event.Waiter, error) {
 	}
 	w, err := l.Client.Hub().Watch(channel, l.Key)
 	if err != nil {
-		return nil, l.Client.Err()
+		return nil, l.Check()
 	}
 	return w, nil
 }
@@ -445,9 +449,11 @@ func transient(err error) bool {
 		!errors.Is(err, leasehold.ErrNotReplicated)
 }
 
-func ctxErr(ctx context.Context, last error) error {
+// ctxErr is the error of an acquisition whose ctx ended: it wraps ctx.Err()
+// and names the lock, and the last attempt's error if there was one.
+func (l *Lock) ctxErr(ctx context.Context, last error) error {
 	if last != nil && !errors.Is(last, ctx.Err()) {
-		return fmt.Errorf("%w (last attempt: %v)", ctx.Err(), last)
+		return fmt.Errorf("lease: %s: %w (last attempt: %v)", l.Name, ctx.Err(), last)
 	}
-	return ctx.Err()
+	return fmt.Errorf("lease: %s: %w", l.Name, ctx.Err())
 }
