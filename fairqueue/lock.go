@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/engine"
 	"github.com/leasehold/leasehold/lease"
@@ -120,62 +118,28 @@ func (l *Lock) TryAcquire(ctx context.Context) (*lease.Lease, error) { return l.
 // ctx) before its lease is taken leaves nothing held and no place in the queue.
 func (l *Lock) AcquireAsync(ctx context.Context) *lease.Future { return l.queued.AcquireAsync(ctx) }
 
-func (l *Lock) redis() (rueidis.Client, error) {
-	if err := l.queued.Check(); err != nil {
-		return nil, err
-	}
-	return l.queued.Client.Redis(), nil
-}
-
 // IsLocked reports whether anyone holds the lock. It reads through the
 // client-side cache: no round trip while the cached answer stands. Like any
 // answer about a shared lock it may be stale by the time it returns; for a
 // moment after this Client's own acquire or release it may report the state
 // from before.
-func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	rc, err := l.redis()
-	if err != nil {
-		return false, err
-	}
-	n, err := rc.DoCache(ctx, rc.B().Hlen().Key(l.queued.Name).Cache(), time.Minute).AsInt64()
-	return n > 0, err
-}
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.queued.IsLocked(ctx) }
 
 // HoldCount is how many leases the owner whose lease ctx carries holds on
 // this lock: 1 plus its reentrant leases not yet released; 0 when ctx carries
 // no lease of this lock from this Client, or that lease is no longer held.
 // Reading it costs no round trip.
-func (l *Lock) HoldCount(ctx context.Context) (int, error) {
-	if _, err := l.redis(); err != nil {
-		return 0, err
-	}
-	return lease.HoldFrom(ctx, l.queued.Scope, l.queued.Name).Leases(), nil
-}
+func (l *Lock) HoldCount(ctx context.Context) (int, error) { return l.queued.HoldCount(ctx) }
 
 // RemainTTL is how long the current holder's lease still runs: 0 when the
 // lock is free, -1ns when it is held with no expiry.
-func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
-	rc, err := l.redis()
-	if err != nil {
-		return 0, err
-	}
-	ms, err := rc.Do(ctx, rc.B().Pttl().Key(l.queued.Name).Build()).AsInt64()
-	switch {
-	case err != nil:
-		return 0, err
-	case ms == -2:
-		return 0, nil
-	case ms < 0:
-		return -1, nil
-	}
-	return time.Duration(ms) * time.Millisecond, nil
-}
+func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) { return l.queued.RemainTTL(ctx) }
 
 // ForceRelease deletes the lock whoever holds it and tells the head of the
 // queue, for operators; the queue itself stays. It reports whether there was
 // a lock to delete. The holder learns of the loss at its next renewal.
 func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
-	rc, err := l.redis()
+	rc, err := l.queued.Redis()
 	if err != nil {
 		return false, err
 	}

@@ -17,7 +17,7 @@ import (
 // counts on its own (see package quorum). floor must be below 2^63, the range
 // of the counter.
 func (l *Lock) RaiseToken(ctx context.Context, floor uint64) (uint64, error) {
-	rc, err := l.redis()
+	rc, err := l.e.Redis()
 	if err != nil {
 		return 0, err
 	}

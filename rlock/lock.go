@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/engine"
 	"github.com/leasehold/leasehold/lease"
@@ -77,63 +75,29 @@ func (l *Lock) TryAcquire(ctx context.Context) (*lease.Lease, error) { return l.
 // ctx) before its lease is taken leaves nothing held.
 func (l *Lock) AcquireAsync(ctx context.Context) *lease.Future { return l.e.AcquireAsync(ctx) }
 
-func (l *Lock) redis() (rueidis.Client, error) {
-	if err := l.e.Check(); err != nil {
-		return nil, err
-	}
-	return l.e.Client.Redis(), nil
-}
-
 // IsLocked reports whether anyone holds the lock. It reads through the
 // client-side cache: no round trip while the cached answer stands. Like any
 // answer about a shared lock it may be stale by the time it returns; for a
 // moment after this Client's own acquire or release it may report the state
 // from before (Redis sends a client the invalidation of its own write just
 // after the write's reply).
-func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	rc, err := l.redis()
-	if err != nil {
-		return false, err
-	}
-	n, err := rc.DoCache(ctx, rc.B().Hlen().Key(l.e.Name).Cache(), time.Minute).AsInt64()
-	return n > 0, err
-}
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.e.IsLocked(ctx) }
 
 // HoldCount is how many leases the owner whose lease ctx carries holds on
 // this lock: 1 plus its reentrant leases not yet released; 0 when ctx carries
 // no lease of this lock from this Client, or that lease is no longer held.
 // The count is the one the owner keeps in Redis; reading it costs no round trip.
-func (l *Lock) HoldCount(ctx context.Context) (int, error) {
-	if _, err := l.redis(); err != nil {
-		return 0, err
-	}
-	return lease.HoldFrom(ctx, l.e.Scope, l.e.Name).Leases(), nil
-}
+func (l *Lock) HoldCount(ctx context.Context) (int, error) { return l.e.HoldCount(ctx) }
 
 // RemainTTL is how long the current holder's lease still runs: 0 when the
 // lock is free, -1ns when it is held with no expiry.
-func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
-	rc, err := l.redis()
-	if err != nil {
-		return 0, err
-	}
-	ms, err := rc.Do(ctx, rc.B().Pttl().Key(l.e.Name).Build()).AsInt64()
-	switch {
-	case err != nil:
-		return 0, err
-	case ms == -2:
-		return 0, nil
-	case ms < 0:
-		return -1, nil
-	}
-	return time.Duration(ms) * time.Millisecond, nil
-}
+func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) { return l.e.RemainTTL(ctx) }
 
 // ForceRelease deletes the lock whoever holds it and wakes its waiters, for
 // operators. It reports whether there was a lock to delete. The holder learns
 // of the loss at its next renewal.
 func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
-	rc, err := l.redis()
+	rc, err := l.e.Redis()
 	if err != nil {
 		return false, err
 	}

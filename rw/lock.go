@@ -135,34 +135,12 @@ func (l *Lock) Write() lease.Locker { return &l.write }
 // through the client-side cache: no round trip while the cached answer
 // stands; for a moment after this Client's own acquire or release it may
 // report the state from before.
-func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	if err := l.read.Check(); err != nil {
-		return false, err
-	}
-	rc := l.read.Client.Redis()
-	n, err := rc.DoCache(ctx, rc.B().Hlen().Key(l.read.Name).Cache(), time.Minute).AsInt64()
-	return n > 0, err
-}
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.read.IsLocked(ctx) }
 
 // RemainTTL is how long the lock still lives unless renewed: the writer's
 // lease, or the longest live read hold's. 0 when the lock is free, -1ns when
 // it is held with no expiry.
-func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
-	if err := l.read.Check(); err != nil {
-		return 0, err
-	}
-	rc := l.read.Client.Redis()
-	ms, err := rc.Do(ctx, rc.B().Pttl().Key(l.read.Name).Build()).AsInt64()
-	switch {
-	case err != nil:
-		return 0, err
-	case ms == -2:
-		return 0, nil
-	case ms < 0:
-		return -1, nil
-	}
-	return time.Duration(ms) * time.Millisecond, nil
-}
+func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) { return l.read.RemainTTL(ctx) }
 
 // ForceRelease deletes the lock whoever holds it, for read or write, and
 // wakes every waiter, for operators. It reports whether there was a lock to
