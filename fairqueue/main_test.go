@@ -2,12 +2,12 @@ package fairqueue_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/locktest"
 	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold"
@@ -30,6 +30,17 @@ func TestMain(m *testing.M) {
 	testmain.Run(m, []*string{&redisAddr})
 }
 
+// Shared test helpers (internal/locktest).
+var (
+	open        = locktest.Open
+	eventually  = locktest.Eventually
+	ctxTimeout  = locktest.Ctx
+	mustAcquire = locktest.MustAcquire
+	release     = locktest.Release
+	isLost      = locktest.IsLost
+	wantErr     = locktest.WantErr
+)
+
 func helperWaiter(addr string) int {
 	qt, err := time.ParseDuration(os.Getenv(helperEnv + "_QT"))
 	if err != nil {
@@ -45,67 +56,6 @@ func helperWaiter(addr string) int {
 	fmt.Fprintln(os.Stderr, "helper waiter got", ls, err) // it should be killed first
 	time.Sleep(time.Hour)
 	return 1
-}
-
-// open returns a Client on srv, closed when the test ends.
-func open(t *testing.T, srv *redistest.Server, opts ...leasehold.Option) *leasehold.Client {
-	t.Helper()
-	c, err := leasehold.Open(srv.Option(), opts...)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// eventually polls cond every few ms until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func ctxTimeout(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func mustAcquire(t *testing.T, l lease.Locker, ctx context.Context) *lease.Lease {
-	t.Helper()
-	ls, err := l.Acquire(ctx)
-	if err != nil {
-		t.Fatalf("Acquire: %v", err)
-	}
-	return ls
-}
-
-func release(t *testing.T, ls *lease.Lease) {
-	t.Helper()
-	if err := ls.Release(context.Background()); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
-}
-
-func isLost(ls *lease.Lease) bool {
-	select {
-	case <-ls.Lost():
-		return true
-	default:
-		return false
-	}
-}
-
-func wantErr(t *testing.T, err, target error) {
-	t.Helper()
-	if !errors.Is(err, target) {
-		t.Fatalf("error %v, want one wrapping %v", err, target)
-	}
 }
 
 // queue is the list of waiting owners of the fair lock name, oldest first.

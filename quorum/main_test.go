@@ -1,15 +1,10 @@
 package quorum_test
 
 import (
-	"context"
-	"errors"
-	"strings"
 	"testing"
-	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/locktest"
 	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/internal/testmain"
 	"github.com/leasehold/leasehold/lease"
@@ -23,21 +18,18 @@ func TestMain(m *testing.M) {
 	testmain.Run(m, []*string{&redisAddrs[0], &redisAddrs[1], &redisAddrs[2]})
 }
 
-// open returns a Client on srv, closed when the test ends.
-func open(t testing.TB, srv *redistest.Server, opts ...leasehold.Option) *leasehold.Client {
-	t.Helper()
-	return openAt(t, srv.Option(), opts...)
-}
-
-func openAt(t testing.TB, opt rueidis.ClientOption, opts ...leasehold.Option) *leasehold.Client {
-	t.Helper()
-	c, err := leasehold.Open(opt, opts...)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+// Shared test helpers (internal/locktest).
+var (
+	open        = locktest.Open
+	openAt      = locktest.OpenAt
+	eventually  = locktest.Eventually
+	ctxTimeout  = locktest.Ctx
+	mustAcquire = locktest.MustAcquire
+	release     = locktest.Release
+	isLost      = locktest.IsLost
+	wantErr     = locktest.WantErr
+	wantMsg     = locktest.WantMsg
+)
 
 // cluster starts n independent redis-servers and one Client on each.
 func cluster(t testing.TB, n int, opts ...leasehold.Option) ([]*redistest.Server, []*leasehold.Client) {
@@ -105,62 +97,5 @@ func setCounter(t testing.TB, srv *redistest.Server, name string, v string) {
 	t.Helper()
 	if err := srv.Do("SET", script.TokenKey(name), v).Error(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// eventually polls cond every few ms until it holds or d passes.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func ctxTimeout(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func mustAcquire(t testing.TB, l lease.Locker, ctx context.Context) *lease.Lease {
-	t.Helper()
-	ls, err := l.Acquire(ctx)
-	if err != nil {
-		t.Fatalf("Acquire: %v", err)
-	}
-	return ls
-}
-
-func release(t testing.TB, ls *lease.Lease) {
-	t.Helper()
-	if err := ls.Release(context.Background()); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
-}
-
-func isLost(ls *lease.Lease) bool {
-	select {
-	case <-ls.Lost():
-		return true
-	default:
-		return false
-	}
-}
-
-func wantErr(t testing.TB, err, target error) {
-	t.Helper()
-	if !errors.Is(err, target) {
-		t.Fatalf("error %v, want one wrapping %v", err, target)
-	}
-}
-
-func wantMsg(t testing.TB, err error, sub string) {
-	t.Helper()
-	if err == nil || !strings.Contains(err.Error(), sub) {
-		t.Fatalf("error %v, want one saying %q", err, sub)
 	}
 }

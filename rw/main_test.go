@@ -2,14 +2,12 @@ package rw_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/locktest"
 	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/internal/testmain"
 	"github.com/leasehold/leasehold/lease"
@@ -19,54 +17,23 @@ import (
 // their own, and checks for leaked goroutines.
 func TestMain(m *testing.M) { testmain.Run(m, []*string{&redisAddr}) }
 
+// Shared test helpers (internal/locktest).
+var (
+	open        = locktest.Open
+	openOpt     = locktest.OpenAt
+	eventually  = locktest.Eventually
+	ctxTimeout  = locktest.Ctx
+	mustAcquire = locktest.MustAcquire
+	release     = locktest.Release
+	isLost      = locktest.IsLost
+	wantErr     = locktest.WantErr
+)
+
 // woken bounds how long a waiter may take to get the lock after the event
 // that frees it. Leases in these tests are 30s (the default watchdog) unless
 // said otherwise, so a waiter inside this bound was woken by a message or an
 // invalidation, not by its TTL timer; 2s leaves room for two loaded cores.
 const woken = 2 * time.Second
-
-// open returns a Client on srv, closed when the test ends.
-func open(t *testing.T, srv *redistest.Server, opts ...leasehold.Option) *leasehold.Client {
-	t.Helper()
-	return openOpt(t, srv.Option(), opts...)
-}
-
-func openOpt(t *testing.T, opt rueidis.ClientOption, opts ...leasehold.Option) *leasehold.Client {
-	t.Helper()
-	c, err := leasehold.Open(opt, opts...)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// eventually polls cond every few ms until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func ctxTimeout(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func mustAcquire(t *testing.T, l lease.Locker, ctx context.Context) *lease.Lease {
-	t.Helper()
-	ls, err := l.Acquire(ctx)
-	if err != nil {
-		t.Fatalf("Acquire: %v", err)
-	}
-	return ls
-}
 
 func mustTry(t *testing.T, l lease.Locker, ctx context.Context) *lease.Lease {
 	t.Helper()
@@ -75,13 +42,6 @@ func mustTry(t *testing.T, l lease.Locker, ctx context.Context) *lease.Lease {
 		t.Fatalf("TryAcquire: %v", err)
 	}
 	return ls
-}
-
-func release(t *testing.T, ls *lease.Lease) {
-	t.Helper()
-	if err := ls.Release(context.Background()); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
 }
 
 // result waits for f within d and returns its lease.
@@ -105,22 +65,6 @@ func isDone(f *lease.Future) bool {
 		return true
 	default:
 		return false
-	}
-}
-
-func isLost(ls *lease.Lease) bool {
-	select {
-	case <-ls.Lost():
-		return true
-	default:
-		return false
-	}
-}
-
-func wantErr(t *testing.T, err, target error) {
-	t.Helper()
-	if !errors.Is(err, target) {
-		t.Fatalf("error %v, want one wrapping %v", err, target)
 	}
 }
 
