@@ -7,7 +7,8 @@ package leasehold_test
 //	go test -run '^$' -bench . -count 5 . | tee bench.txt   # see bench.sh
 //
 // Peers: rueidislock (in rueidis; one key per lock, KeyMajority 1, and NOLOOP
-// tracking, its fastest settings), go-redsync/redsync v4 over go-redis (its
+// tracking, its fastest settings, with TryNextAfter raised from 20ms to 1s
+// so that a slow reply cannot stall it), go-redsync/redsync v4 over go-redis (its
 // default retry delay, 50-250ms at random, tries unbounded), and
 // bsm/redislock v0.10.0 over go-redis (retrying every 100ms, as its README
 // shows). redsync and redislock poll while they wait; rueidislock and
@@ -125,6 +126,11 @@ func newRueidislock(tb testing.TB, addr string, ttl time.Duration) library {
 		NoLoopTracking: true,
 		KeyValidity:    ttl,
 		ExtendInterval: ttl / 3,
+		// Its default of 20ms bounds each acquire's round trip: on a busy
+		// 2-core machine one slower reply fails the attempt, and WithContext
+		// then sleeps on a free lock until an invalidation that never comes
+		// (seen here: a benchmark hung for ten minutes).
+		TryNextAfter: time.Second,
 		ClientBuilder: func(o rueidis.ClientOption) (rueidis.Client, error) {
 			c, err := rueidis.NewClient(o)
 			if err != nil {
