@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/locktest"
+	"go.uber.org/goleak"
+
 	"github.com/redis/rueidis"
+
+	"github.com/leasehold/leasehold/internal/locktest"
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/fairqueue"
@@ -27,7 +30,7 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(helperEnv); addr != "" {
 		os.Exit(helperWaiter(addr))
 	}
-	testmain.Run(m, []*string{&redisAddr})
+	testmain.Run(m, []*string{&redisAddr}, goleak.IgnoreCurrent())
 }
 
 // Shared test helpers (internal/locktest).

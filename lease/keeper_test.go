@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/internal/testmain"
@@ -15,7 +17,7 @@ import (
 
 // TestMain runs the tests, and the examples against a redis-server of
 // their own, and checks for leaked goroutines.
-func TestMain(m *testing.M) { testmain.Run(m, []*string{&redisAddr}) }
+func TestMain(m *testing.M) { testmain.Run(m, []*string{&redisAddr}, goleak.IgnoreCurrent()) }
 
 func open(t *testing.T, srv *redistest.Server, opts ...leasehold.Option) *leasehold.Client {
 	t.Helper()

@@ -3,6 +3,8 @@ package quorum_test
 import (
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/locktest"
 	"github.com/leasehold/leasehold/internal/redistest"
@@ -15,7 +17,7 @@ import (
 // TestMain runs the tests, and the examples against three redis-servers of
 // their own, and checks for leaked goroutines.
 func TestMain(m *testing.M) {
-	testmain.Run(m, []*string{&redisAddrs[0], &redisAddrs[1], &redisAddrs[2]})
+	testmain.Run(m, []*string{&redisAddrs[0], &redisAddrs[1], &redisAddrs[2]}, goleak.IgnoreCurrent())
 }
 
 // Shared test helpers (internal/locktest).

@@ -3,13 +3,15 @@ package rlock_test
 import (
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/leasehold/leasehold/internal/locktest"
 	"github.com/leasehold/leasehold/internal/testmain"
 )
 
 // TestMain runs the tests, and the examples against a redis-server of
 // their own, and checks for leaked goroutines.
-func TestMain(m *testing.M) { testmain.Run(m, []*string{&redisAddr}) }
+func TestMain(m *testing.M) { testmain.Run(m, []*string{&redisAddr}, goleak.IgnoreCurrent()) }
 
 // Shared test helpers (internal/locktest).
 var (

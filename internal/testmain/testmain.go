@@ -7,7 +7,12 @@
 //
 //	var redisAddr string // the Redis the examples run against
 //
-//	func TestMain(m *testing.M) { testmain.Run(m, []*string{&redisAddr}) }
+//	func TestMain(m *testing.M) {
+//		testmain.Run(m, []*string{&redisAddr}, goleak.IgnoreCurrent())
+//	}
+//
+// goleak.IgnoreCurrent, taken before any test runs, leaves out only the
+// test framework's own goroutines.
 package testmain
 
 import (
