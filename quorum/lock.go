@@ -129,8 +129,8 @@ func (q *lock) acquire(ctx context.Context, wait bool) (*lease.Lease, error) {
 	if q.err != nil {
 		return nil, q.err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if ctx.Err() != nil {
+		return nil, q.ctxErr(ctx, nil)
 	}
 	if h := lease.HoldFrom(ctx, q, q.name); h != nil {
 		return q.reenter(ctx, h)
@@ -142,7 +142,7 @@ func (q *lock) acquire(ctx context.Context, wait bool) (*lease.Lease, error) {
 		case ls != nil:
 			return ls, nil
 		case ctx.Err() != nil:
-			return nil, ctxErr(ctx, err)
+			return nil, q.ctxErr(ctx, err)
 		case !wait || permanent(err):
 			return nil, err
 		}
@@ -151,7 +151,7 @@ func (q *lock) acquire(ctx context.Context, wait bool) (*lease.Lease, error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctxErr(ctx, err)
+			return nil, q.ctxErr(ctx, err)
 		case <-t.C:
 		}
 	}
@@ -350,9 +350,11 @@ func permanent(err error) bool {
 	return errors.Is(err, lease.ErrInvalid) || errors.Is(err, lease.ErrClosed)
 }
 
-func ctxErr(ctx context.Context, last error) error {
+// ctxErr is the error of an acquisition whose ctx ended: it wraps ctx.Err()
+// (and the last attempt's error, if any) and names the lock.
+func (q *lock) ctxErr(ctx context.Context, last error) error {
 	if last != nil && !errors.Is(last, ctx.Err()) {
-		return fmt.Errorf("%w (last attempt: %w)", ctx.Err(), last)
+		return fmt.Errorf("lease: %s: %w (last attempt: %w)", q.name, ctx.Err(), last)
 	}
-	return ctx.Err()
+	return fmt.Errorf("lease: %s: %w", q.name, ctx.Err())
 }
