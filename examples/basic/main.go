@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -31,21 +30,9 @@ func main() {
 	}
 }
 
-// withRedis runs f against $REDIS_ADDR, or against a redis-server it starts
-// for the run and stops after it (before main exits, even on failure).
-func withRedis(f func(addr string) error) error {
-	addr := os.Getenv("REDIS_ADDR")
-	if addr == "" {
-		srv, err := redistest.Launch()
-		if err != nil {
-			return fmt.Errorf("no REDIS_ADDR, and no redis-server to start: %w", err)
-		}
-		defer srv.Stop()
-		addr = srv.Addr()
-		fmt.Printf("started redis-server on %s\n", addr)
-	}
-	return f(addr)
-}
+// withRedis runs f against $REDIS_ADDR, or a redis-server started for the
+// run and stopped after it (redistest.WithRedis).
+func withRedis(f func(addr string) error) error { return redistest.WithRedis(f) }
 
 func run(addr string) error {
 	opt := rueidis.ClientOption{InitAddress: []string{addr}}

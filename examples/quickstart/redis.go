@@ -10,9 +10,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log"
-	"os"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/redistest"
@@ -25,20 +23,13 @@ func main() {
 	}
 }
 
-// withRedis runs f against $REDIS_ADDR, or against a redis-server it starts
-// for the run and stops after it.
+// withRedis runs f against $REDIS_ADDR, or a redis-server started for the
+// run and stopped after it (redistest.WithRedis), with a context bounding
+// the whole run.
 func withRedis(f func(ctx context.Context, addr string) error) error {
-	addr := os.Getenv("REDIS_ADDR")
-	if addr == "" {
-		srv, err := redistest.Launch()
-		if err != nil {
-			return fmt.Errorf("no REDIS_ADDR, and no redis-server to start: %w", err)
-		}
-		defer srv.Stop()
-		addr = srv.Addr()
-		fmt.Printf("started redis-server on %s\n", addr)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return f(ctx, addr)
+	return redistest.WithRedis(func(addr string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return f(ctx, addr)
+	})
 }
