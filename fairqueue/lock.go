@@ -83,8 +83,10 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 		}
 		return err
 	}
-	l.queued.Renewal = func(owner string, ttl time.Duration) *lease.Renewal {
-		return &lease.Renewal{Script: script.LockRenew, Keys: []string{name}, Args: []string{script.Ms(ttl), owner}}
+	// The hash is laid out as rlock's, so it renews as rlock's does.
+	renew := script.NewLock(name, cfg.TTL(), latch)
+	l.queued.Renewal = func(owner string, _ time.Duration) *lease.Renewal {
+		return &lease.Renewal{Script: script.LockRenew, Keys: renew.RenewKeys(), Args: renew.RenewArgs(owner)}
 	}
 	l.queued.Abandon = func(ctx context.Context, owner string) error {
 		_, err := script.AbandonFair(ctx, rc, name, owner, ft)
