@@ -1,17 +1,27 @@
 package script
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha1"
 	"embed"
 	"encoding/hex"
+	"fmt"
+	"io/fs"
 	"strings"
 
 	"github.com/redis/rueidis"
 )
 
-//go:embed lua/*.lua
+//go:embed lua/*.lua lua/lib/*.lua
 var sources embed.FS
+
+// includeMarker, at the start of a line of a script, names a helper that
+// load splices in: the line "--!include NAME" becomes lua/lib/NAME.lua.
+// Lua in Redis has no require, so helpers shared by several scripts (the fair
+// lock's prune and tell_head) are written once and copied in here, at package
+// initialisation, rather than by hand into each script.
+const includeMarker = "--!include "
 
 // Script is one Lua script: its source, its SHA1 and the rueidis script that
 // runs it by SHA with EVAL as the fallback.
@@ -22,25 +32,63 @@ type Script struct {
 	lua  *rueidis.Lua
 }
 
-// load reads lua/NAME.lua. A missing file is a build defect, hence the panic
-// at package initialisation rather than an error at run time.
+// load reads lua/NAME.lua and splices in the helpers it includes. A missing
+// file or include is a build defect, hence the panic at package
+// initialisation rather than an error at run time.
 func load(name string) *Script {
-	b, err := sources.ReadFile("lua/" + name + ".lua")
+	src := compose(sources, name)
+	sum := sha1.Sum([]byte(src))
+	return &Script{name: name, src: src, sha: hex.EncodeToString(sum[:]), lua: rueidis.NewLuaScript(src)}
+}
+
+// compose returns the source of lua/NAME.lua in fsys with each include line
+// replaced by the helper it names. A missing file, an unknown helper, a helper
+// included twice, any other line that starts with "--!", and a helper that
+// holds such a line itself (helpers include nothing) all panic.
+func compose(fsys fs.FS, name string) string {
+	file := "lua/" + name + ".lua"
+	src, err := fs.ReadFile(fsys, file)
 	if err != nil {
 		panic("script: " + err.Error())
 	}
-	src := string(b)
-	sum := sha1.Sum(b)
-	return &Script{name: name, src: src, sha: hex.EncodeToString(sum[:]), lua: rueidis.NewLuaScript(src)}
+	var b strings.Builder
+	included := make(map[string]bool)
+	for line := range strings.SplitAfterSeq(string(src), "\n") {
+		if !strings.HasPrefix(line, "--!") {
+			b.WriteString(line)
+			continue
+		}
+		directive := strings.TrimRight(line, "\r\n")
+		lib, ok := strings.CutPrefix(directive, includeMarker)
+		if !ok || lib == "" {
+			panic(fmt.Sprintf("script: %s: %q is not %sNAME", file, directive, includeMarker))
+		}
+		if included[lib] {
+			panic(fmt.Sprintf("script: %s: %q: included twice", file, directive))
+		}
+		included[lib] = true
+		body, err := fs.ReadFile(fsys, "lua/lib/"+lib+".lua")
+		if err != nil {
+			panic(fmt.Sprintf("script: %s: %q: %v", file, directive, err))
+		}
+		if bytes.HasPrefix(body, []byte("--!")) || bytes.Contains(body, []byte("\n--!")) {
+			panic(fmt.Sprintf("script: %s: %q: a helper includes nothing", file, directive))
+		}
+		b.Write(body)
+		if !bytes.HasSuffix(body, []byte("\n")) {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
 }
 
 // Name is the script's file name without the .lua suffix.
 func (s *Script) Name() string { return s.name }
 
-// Source is the script's Lua source.
+// Source is the script's Lua source, with its includes spliced in.
 func (s *Script) Source() string { return s.src }
 
-// SHA is the hex SHA1 of the source, the name EVALSHA knows it by.
+// SHA is the hex SHA1 of Source, the name EVALSHA knows it by.
 func (s *Script) SHA() string { return s.sha }
 
 // Exec runs the script once: EVALSHA, then EVAL if the server does not have

@@ -17,41 +17,17 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local owner = ARGV[1]
 local refresh = tonumber(ARGV[2])
 
-local function prune()
-  local pruned = false
-  while true do
-    local head = redis.call('lindex', KEYS[2], 0)
-    if not head then
-      return pruned
-    end
-    local deadline = redis.call('zscore', KEYS[3], head)
-    if deadline and tonumber(deadline) > now then
-      return pruned
-    end
-    redis.call('lpop', KEYS[2])
-    redis.call('zrem', KEYS[3], head)
-    pruned = true
-  end
-end
-
-local function tell_head()
-  local head = redis.call('lindex', KEYS[2], 0)
-  if not head then
-    return
-  end
-  local pttl = redis.call('pttl', KEYS[1])
-  if pttl == -2 or (pttl >= 0 and pttl < refresh) then
-    redis.call('publish', KEYS[4] .. ':' .. head, ARGV[3])
-  end
-end
+-- prune and tell_head, shared by the fair scripts: lua/lib/, spliced in at load.
+--!include fair_prune
+--!include fair_tell_head
 
 -- A head that gives up may have been told the lock is free: the one after it
 -- must hear instead, or the lock would sit free until that one's timer.
 local was_head = redis.call('lindex', KEYS[2], 0) == owner
 local removed = redis.call('lrem', KEYS[2], 0, owner)
 redis.call('zrem', KEYS[3], owner)
-local pruned = prune()
+local pruned = prune(KEYS[2], KEYS[3], now)
 if was_head or pruned or redis.call('exists', KEYS[1]) == 0 then
-  tell_head()
+  tell_head(KEYS[1], KEYS[2], KEYS[4], ARGV[3], refresh)
 end
 return removed

@@ -30,43 +30,11 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local owner = ARGV[2]
 local refresh = tonumber(ARGV[4])
 
--- Drop the waiters at the head whose deadline has passed (or that have none):
--- they stopped asking. Only the head is looked at: a stale entry further back
--- blocks nobody until it reaches the head, and this keeps each attempt O(1)
--- amortised, each stale entry being removed once.
-local function prune()
-  local pruned = false
-  while true do
-    local head = redis.call('lindex', KEYS[2], 0)
-    if not head then
-      return pruned
-    end
-    local deadline = redis.call('zscore', KEYS[3], head)
-    if deadline and tonumber(deadline) > now then
-      return pruned
-    end
-    redis.call('lpop', KEYS[2])
-    redis.call('zrem', KEYS[3], head)
-    pruned = true
-  end
-end
+-- prune and tell_head, shared by the fair scripts: lua/lib/, spliced in at load.
+--!include fair_prune
+--!include fair_tell_head
 
--- Tell the head of the queue (unless it is the caller) to try now, when the
--- lock is free or runs out before the head's refresh timer would fire. Every
--- script that frees the lock or changes the head calls this, so a free lock
--- with a queue always has a head that was told or whose timer fires.
-local function tell_head(except)
-  local head = redis.call('lindex', KEYS[2], 0)
-  if not head or head == except then
-    return
-  end
-  local pttl = redis.call('pttl', KEYS[1])
-  if pttl == -2 or (pttl >= 0 and pttl < refresh) then
-    redis.call('publish', KEYS[5] .. ':' .. head, ARGV[6])
-  end
-end
-
-local pruned = prune()
+local pruned = prune(KEYS[2], KEYS[3], now)
 
 -- Re-entry by the holder.
 if redis.call('hexists', KEYS[1], owner) == 1 then
@@ -74,7 +42,7 @@ if redis.call('hexists', KEYS[1], owner) == 1 then
   local count = redis.call('hincrby', KEYS[1], owner, 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   if pruned then
-    tell_head(owner)
+    tell_head(KEYS[1], KEYS[2], KEYS[5], ARGV[6], refresh, owner)
   end
   return {1, token, count}
 end
@@ -94,7 +62,7 @@ if free and (not head or head == owner) then
   if head or pruned then
     -- The next waiter is now the head: it must time the new lease if that is
     -- shorter than its refresh interval.
-    tell_head(owner)
+    tell_head(KEYS[1], KEYS[2], KEYS[5], ARGV[6], refresh, owner)
   end
   return {1, token, 1}
 end
@@ -111,7 +79,7 @@ if ARGV[5] == '1' then
   end
 end
 if pruned or free then
-  tell_head(owner)
+  tell_head(KEYS[1], KEYS[2], KEYS[5], ARGV[6], refresh, owner)
 end
 
 local pttl = redis.call('pttl', KEYS[1])

@@ -11,18 +11,14 @@
 redis.replicate_commands()
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+--!include fair_prune
+
 local deleted = redis.call('del', KEYS[1])
-while true do
-  local head = redis.call('lindex', KEYS[2], 0)
-  if not head then
-    break
-  end
-  local deadline = redis.call('zscore', KEYS[3], head)
-  if deadline and tonumber(deadline) > now then
-    redis.call('publish', KEYS[4] .. ':' .. head, ARGV[1])
-    break
-  end
-  redis.call('lpop', KEYS[2])
-  redis.call('zrem', KEYS[3], head)
+prune(KEYS[2], KEYS[3], now)
+-- The lock is gone: the head, if any, is told whatever its refresh interval.
+local head = redis.call('lindex', KEYS[2], 0)
+if head then
+  redis.call('publish', KEYS[4] .. ':' .. head, ARGV[1])
 end
 return deleted

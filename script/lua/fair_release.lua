@@ -27,38 +27,16 @@ local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local refresh = tonumber(ARGV[6])
 
-local function prune()
-  while true do
-    local head = redis.call('lindex', KEYS[2], 0)
-    if not head then
-      return
-    end
-    local deadline = redis.call('zscore', KEYS[3], head)
-    if deadline and tonumber(deadline) > now then
-      return
-    end
-    redis.call('lpop', KEYS[2])
-    redis.call('zrem', KEYS[3], head)
-  end
-end
-
-local function tell_head()
-  local head = redis.call('lindex', KEYS[2], 0)
-  if not head then
-    return
-  end
-  local pttl = redis.call('pttl', KEYS[1])
-  if pttl == -2 or (pttl >= 0 and pttl < refresh) then
-    redis.call('publish', KEYS[4] .. ':' .. head, ARGV[1])
-  end
-end
+-- prune and tell_head, shared by the fair scripts: lua/lib/, spliced in at load.
+--!include fair_prune
+--!include fair_tell_head
 
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
   -- Not held: the lease ran out first. If nobody took the lock since, this
   -- is a moment the head may not have heard of: tell it.
   if redis.call('exists', KEYS[1]) == 0 then
-    prune()
-    tell_head()
+    prune(KEYS[2], KEYS[3], now)
+    tell_head(KEYS[1], KEYS[2], KEYS[4], ARGV[1], refresh)
   end
   return -1
 end
@@ -72,7 +50,7 @@ if count > 0 then
   return 0
 end
 redis.call('del', KEYS[1])
-prune()
-tell_head()
+prune(KEYS[2], KEYS[3], now)
+tell_head(KEYS[1], KEYS[2], KEYS[4], ARGV[1], refresh)
 redis.call('set', KEYS[5], 1, 'px', ARGV[4])
 return 1
