@@ -492,7 +492,7 @@ func BenchmarkManyWaiters(b *testing.B) {
 				// Let every waiter make its first attempt and settle into
 				// its wait (subscribed, or sleeping between polls).
 				if ll, ok := lib.(*leaseholdLib); ok {
-					for ll.c.Hub().Stats().Waiters < waiters {
+					for ll.c.Stats().Waiters < waiters {
 						time.Sleep(time.Millisecond)
 					}
 				}

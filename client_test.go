@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,9 +42,19 @@ func TestIDAndOwner(t *testing.T) {
 	if !uuid.MatchString(a.ID()) || a.ID() == b.ID() {
 		t.Fatalf("IDs %q, %q: want two distinct UUIDs", a.ID(), b.ID())
 	}
-	o1, o2 := a.NewOwner(), a.NewOwner()
-	if o1 == o2 || o1[:len(a.ID())+1] != a.ID()+":" {
-		t.Fatalf("owners %q, %q", o1, o2)
+	ctx := context.Background()
+	l1, err := rlock.New(a, "id-owner-1").Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l1.Release(ctx)
+	l2, err := rlock.New(a, "id-owner-2").Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Release(ctx)
+	if o1, o2 := l1.Owner(), l2.Owner(); o1 == o2 || !strings.HasPrefix(o1, a.ID()+":") {
+		t.Fatalf("owners %q, %q: want distinct, under the Client's ID", o1, o2)
 	}
 }
 
@@ -74,7 +85,7 @@ func TestOpenUsesOneConnection(t *testing.T) {
 	// c waits on a lock other holds: a subscription on c's connection.
 	f := rlock.New(c, "one-conn-2").AcquireAsync(ctx)
 	deadline := time.Now().Add(5 * time.Second)
-	for c.Hub().Stats().Subscriptions != 1 {
+	for c.Stats().Subscriptions != 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("no subscription")
 		}
@@ -134,8 +145,8 @@ func TestNewLeavesClientOpen(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if !errors.Is(c.Err(), lease.ErrClosed) {
-		t.Fatalf("Err after Close = %v", c.Err())
+	if _, err := rlock.New(c, "wrapped").TryAcquire(ctx); !errors.Is(err, lease.ErrClosed) {
+		t.Fatalf("TryAcquire after Close = %v, want lease.ErrClosed", err)
 	}
 }
 

@@ -132,7 +132,7 @@ func ExampleWithLeaseTime() {
 	fmt.Println("taken again after it ran out")
 	next.Release(ctx)
 	// Output:
-	// lost: lease: lost: nightly-report: the lease time ran out
+	// lost: hold "nightly-report": lease: lost: the lease time ran out
 	// taken again after it ran out
 }
 

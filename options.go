@@ -1,12 +1,12 @@
 package leasehold
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/redis/rueidis"
 
+	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/lease"
 )
 
@@ -58,16 +58,12 @@ func WithObserver(o lease.Observer) Option {
 	return optionFunc(func(opts *options) { opts.observer = o })
 }
 
-// ErrNotReplicated is wrapped, with lease.ErrNotAcquired, by the error of an
-// acquisition that fewer replicas acknowledged than WithReplicas asks for.
-var ErrNotReplicated = errors.New("leasehold: not acknowledged by enough replicas")
-
 // WithReplicas makes every acquisition and every watchdog renewal wait until
 // n replicas of the Redis primary have acknowledged it (Redis WAIT n, for at
 // most timeout), so that a replica promoted after the primary dies still
 // holds the lock: without it a lock taken just before a failover is lost
 // with the primary, and two owners hold it. An acquisition fewer replicas
-// acknowledge is released and fails with an error wrapping ErrNotReplicated
+// acknowledge is released and fails with an error wrapping lease.ErrNotReplicated
 // and lease.ErrNotAcquired (Redisson's checkLockSyncedSlaves); a renewal
 // round fewer acknowledge confirms no lease, so their local deadlines do not
 // move, and the round is retried until they run out. Each acquisition then
@@ -90,6 +86,11 @@ func WithReplicas(n int, timeout time.Duration) Option {
 	})
 }
 
+// core is the Client's settings as the lock packages read them.
+func (o options) core() core.Options {
+	return core.Options{Watchdog: o.watchdog, Observer: o.observer, Replicas: o.replicas, ReplicaTimeout: o.replicaTimeout}
+}
+
 func resolve(opts []Option) (options, error) {
 	o := options{watchdog: DefaultWatchdog}
 	for _, opt := range opts {
@@ -109,18 +110,18 @@ func (o options) check(rc rueidis.Client) error {
 }
 
 // A LockOption configures one lock; every lock constructor takes them.
-type LockOption interface{ applyLock(*LockConfig) }
+type LockOption interface{ applyLock(*core.LockConfig) }
 
-type lockOptionFunc func(*LockConfig)
+type lockOptionFunc func(*core.LockConfig)
 
-func (f lockOptionFunc) applyLock(c *LockConfig) { f(c) }
+func (f lockOptionFunc) applyLock(c *core.LockConfig) { f(c) }
 
 // WithLeaseTime sets a fixed lease with no watchdog: the lock expires d after
 // it was taken unless released first (Redisson's lock(leaseTime)), and the
 // Lease's Lost closes just before. d must be at least MinLease. Default:
 // watchdog, 30s (WithWatchdog).
 func WithLeaseTime(d time.Duration) LockOption {
-	return lockOptionFunc(func(c *LockConfig) {
+	return lockOptionFunc(func(c *core.LockConfig) {
 		if d < MinLease {
 			c.Err = fmt.Errorf("%w: lease time %v is shorter than %v", lease.ErrInvalid, d, MinLease)
 			return
@@ -139,7 +140,7 @@ const DefaultQueueTimeout = 5 * time.Second
 // process died) is skipped once this has passed. Live waiters refresh their
 // place well within it. Other locks ignore it. Default: 5s.
 func WithQueueTimeout(d time.Duration) LockOption {
-	return lockOptionFunc(func(c *LockConfig) {
+	return lockOptionFunc(func(c *core.LockConfig) {
 		if d <= 0 {
 			c.Err = fmt.Errorf("%w: queue timeout %v is not positive", lease.ErrInvalid, d)
 			return
@@ -152,39 +153,17 @@ func WithQueueTimeout(d time.Duration) LockOption {
 // while a writer waits, so a stream of readers cannot starve writers. Other
 // locks ignore it. Default: no preference, as Redisson.
 func WithWriterPreference() LockOption {
-	return lockOptionFunc(func(c *LockConfig) { c.WriterPreference = true })
+	return lockOptionFunc(func(c *core.LockConfig) { c.WriterPreference = true })
 }
 
-// LockConfig is the configuration of one lock, resolved from its LockOptions
-// and its Client. Lock implementations read it; Client.LockConfig makes one.
-type LockConfig struct {
-	// LeaseTime is the fixed lease; zero means the watchdog renews.
-	LeaseTime time.Duration
-	// Watchdog is the Client's watchdog lease.
-	Watchdog time.Duration
-	// QueueTimeout is a fair-lock waiter's time in the queue between refreshes.
-	QueueTimeout time.Duration
-	// WriterPreference makes a read-write lock hold back readers while a
-	// writer waits.
-	WriterPreference bool
-	// Observer is the Client's observer, nil for none.
-	Observer lease.Observer
-	// Replicas is how many replicas must acknowledge each acquisition
-	// (WithReplicas), within ReplicaTimeout; 0 for none.
-	Replicas       int
-	ReplicaTimeout time.Duration
-	// Err is the first invalid option, returned by the lock's first Acquire.
-	Err error
-}
-
-// TTL is the lease Redis is given on each acquisition: the fixed lease time,
-// or the watchdog's.
-func (c LockConfig) TTL() time.Duration {
-	if c.LeaseTime > 0 {
-		return c.LeaseTime
+// resolveLock resolves a lock's options against its Client's settings.
+func resolveLock(o options, opts []LockOption) core.LockConfig {
+	cfg := core.LockConfig{Watchdog: o.watchdog, QueueTimeout: DefaultQueueTimeout, Observer: o.observer,
+		Replicas: o.replicas, ReplicaTimeout: o.replicaTimeout}
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyLock(&cfg)
+		}
 	}
-	return c.Watchdog
+	return cfg
 }
-
-// Renewed reports whether the watchdog renews the lock's leases.
-func (c LockConfig) Renewed() bool { return c.LeaseTime == 0 }

@@ -81,7 +81,7 @@ func TestWithReplicasCost(t *testing.T) {
 			}
 			_ = ls.Release(ctx)
 		} else {
-			if !errors.Is(err, leasehold.ErrNotReplicated) || !strings.Contains(err.Error(), "0 of 1 replicas") {
+			if !errors.Is(err, lease.ErrNotReplicated) || !strings.Contains(err.Error(), "0 of 1 replicas") {
 				t.Errorf("with no replica: %v", err)
 			}
 			if n, _ := srv.Do("EXISTS", "cost").AsInt64(); n != 0 {

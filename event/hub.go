@@ -175,6 +175,7 @@ func (h *Hub) subscribe(t *topic) {
 	b.InitialInterval = 20 * time.Millisecond
 	b.MaxInterval = time.Second
 	b.MaxElapsedTime = 0
+	b.Reset() // the first interval was set from the defaults
 	// The hook runs on rueidis' reader goroutine: it only counts.
 	var confirmations atomic.Int64
 	hook := rueidis.WithOnSubscriptionHook(t.ctx, func(s rueidis.PubSubSubscription) {

@@ -31,8 +31,12 @@ func openClient() *leasehold.Client {
 
 // waitQueued waits until n owners wait in the queue of the fair lock name.
 // The examples use it to line waiters up in a known order.
-func waitQueued(c *leasehold.Client, name string, n int64) {
-	rc := c.Redis()
+func waitQueued(_ *leasehold.Client, name string, n int64) {
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redisAddr}, DisableCache: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rc.Close()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if got, _ := rc.Do(context.Background(), rc.B().Llen().Key(script.FairQueueKey(name)).Build()).AsInt64(); got == n {
 			return

@@ -132,7 +132,7 @@ func TestRedissonInterop(t *testing.T) {
 	wantErr(t, err, lease.ErrNotAcquired)
 	waiting := goAcquire(l, ctx)
 	queued(t, srv, "shared", 1)
-	eventually(t, 5*time.Second, "waiter subscribed", func() bool { return c.Hub().Stats().Subscriptions == 1 })
+	eventually(t, 5*time.Second, "waiter subscribed", func() bool { return c.Stats().Subscriptions == 1 })
 	unlocked := time.Now()
 	javaFairUnlock(t, java, "shared")
 	ls := await(t, waiting, 2*time.Second, "leasehold waiter after Redisson's unlock")

@@ -78,14 +78,14 @@ func TestWatchdogKeepsLease(t *testing.T) {
 	ctx := ctxTimeout(t, 10*time.Second)
 	l := fairqueue.New(c, "watched")
 	ls := mustAcquire(t, l, ctx)
-	rounds := c.Keeper().Rounds()
+	rounds := c.Stats().RenewalRounds
 	// Six leases long: the lock would have expired five times over unrenewed.
 	time.Sleep(6 * watchdog)
 	if isLost(ls) {
 		t.Fatalf("watchdog lease lost: %v", ls.Err())
 	}
-	if c.Keeper().Rounds()-rounds < 3 {
-		t.Fatalf("%d renewal rounds in 6 watchdog periods", c.Keeper().Rounds()-rounds)
+	if c.Stats().RenewalRounds-rounds < 3 {
+		t.Fatalf("%d renewal rounds in 6 watchdog periods", c.Stats().RenewalRounds-rounds)
 	}
 	if ttl, err := l.RemainTTL(ctx); err != nil || ttl <= 0 || ttl > watchdog {
 		t.Fatalf("RemainTTL = %v, %v; want in (0, %v]", ttl, err, watchdog)

@@ -86,7 +86,7 @@ func queued(t *testing.T, srv *redistest.Server, name string, n int) []string {
 func wakeups(cs ...*leasehold.Client) uint64 {
 	var n uint64
 	for _, c := range cs {
-		n += c.Hub().Stats().Wakeups
+		n += c.Stats().Wakeups
 	}
 	return n
 }

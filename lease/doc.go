@@ -1,7 +1,8 @@
 // Package lease is what every leasehold lock hands its holder: a Lease with a
 // lifetime, the Locker interface the locks implement, the Future of an
-// asynchronous attempt, the sentinel errors, and the Keeper that renews
-// watchdog leases.
+// asynchronous attempt, the errors (sentinels, and the *Error that carries
+// them with the operation and the lock name), and the Observer that hears of
+// every lease's life.
 //
 //	l, err := locker.Acquire(ctx)
 //	if err != nil { return err }

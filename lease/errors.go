@@ -1,9 +1,13 @@
 package lease
 
-import "errors"
+import (
+	"errors"
+	"strconv"
+)
 
-// Sentinel errors. The errors leasehold returns wrap them with detail (the lock
-// name first); test for them with errors.Is.
+// Sentinel errors. Every error leasehold returns for an operation on a lock
+// is an *Error that wraps one of them (or ctx's error, or a Redis error
+// reply): test for them with errors.Is.
 var (
 	// ErrNotAcquired is returned by TryAcquire when another owner holds the lock.
 	ErrNotAcquired = errors.New("lease: not acquired")
@@ -17,6 +21,33 @@ var (
 	// for the leases that Client still held when it closed.
 	ErrClosed = errors.New("lease: client closed")
 	// ErrInvalid reports bad input: an empty name, a zero or negative
-	// duration, a nil client.
+	// duration, a nil client, an option the Redis deployment cannot honour.
 	ErrInvalid = errors.New("lease: invalid argument")
+	// ErrNotReplicated is wrapped, with ErrNotAcquired, by the error of an
+	// acquisition that fewer replicas acknowledged than WithReplicas asks for.
+	ErrNotReplicated = errors.New("lease: not acknowledged by enough replicas")
+	// ErrRedis is wrapped by the error of an operation that Redis refused
+	// with an error reply (a key of the wrong type under the lock's name, a
+	// script error); the reply itself is wrapped too.
+	ErrRedis = errors.New("lease: redis error")
 )
+
+// Error records a failed operation on a lock, as os.PathError records one on
+// a file: the operation, the lock name, and why. Every lock kind returns its
+// failures as an *Error, and a lost lease's Err is one.
+type Error struct {
+	// Op is the operation: "acquire", "try-acquire", "release", "hold" (the
+	// lease was lost while held), "inspect", "force-release", ...
+	Op string
+	// Name is the lock name.
+	Name string
+	// Err wraps a sentinel of this package, ctx's error, or a Redis error,
+	// with detail.
+	Err error
+}
+
+// Error reads "OP "NAME": ERR".
+func (e *Error) Error() string { return e.Op + " " + strconv.Quote(e.Name) + ": " + e.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }

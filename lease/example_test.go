@@ -44,7 +44,7 @@ func ExampleLease_Lost() {
 	case <-time.After(10 * time.Second): // the job
 		fmt.Println("done")
 	}
-	// Output: stopped: lease: lost: reindex: the lease time ran out
+	// Output: stopped: hold "reindex": lease: lost: the lease time ran out
 }
 
 // Work started under a lease's context is cancelled when the lease is lost
@@ -255,6 +255,6 @@ func ExampleSlogObserver() {
 	l.Release(ctx)
 	// Output:
 	// level=DEBUG msg="lease acquired" lock=billing
-	// level=WARN msg="lease lost" lock=billing err="lease: lost: billing: not held in Redis at release"
-	// level=WARN msg="lease released" lock=billing err="lease: not held: billing: lease: lost: billing: not held in Redis at release"
+	// level=WARN msg="lease lost" lock=billing err="hold \"billing\": lease: lost: not held in Redis at release"
+	// level=WARN msg="lease released" lock=billing err="release \"billing\": lease: not held: hold \"billing\": lease: lost: not held in Redis at release"
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/access"
 )
 
 // Future is an acquisition under way, started by AcquireAsync.
@@ -18,10 +20,20 @@ type Future struct {
 	cancelled bool
 }
 
-// NewFuture returns a Future for acquire and the function that runs the
+func init() {
+	access.NewFuture = func(ctx context.Context, acquire func(context.Context) (any, error)) (any, func()) {
+		return newFuture(ctx, func(ctx context.Context) (*Lease, error) {
+			l, err := acquire(ctx)
+			ls, _ := l.(*Lease)
+			return ls, err
+		})
+	}
+}
+
+// newFuture returns a Future for acquire and the function that runs the
 // attempt: the caller runs it exactly once, in a goroutine it waits for.
 // acquire gets a context derived from ctx that Cancel cancels.
-func NewFuture(ctx context.Context, acquire func(context.Context) (*Lease, error)) (*Future, func()) {
+func newFuture(ctx context.Context, acquire func(context.Context) (*Lease, error)) (*Future, func()) {
 	actx, cancel := context.WithCancel(ctx)
 	f := &Future{done: make(chan struct{}), cancel: cancel}
 	return f, func() {

@@ -1,19 +1,17 @@
-package lease_test
+package lease
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/leasehold/leasehold/lease"
 )
 
 // Futures over a stand-in acquire function: the Future's own rules, without
 // Redis (the Redis-backed behaviour is in rlock's tests).
 func TestFutureCancelWhileWaiting(t *testing.T) {
 	started := make(chan struct{})
-	f, run := lease.NewFuture(context.Background(), func(ctx context.Context) (*lease.Lease, error) {
+	f, run := newFuture(context.Background(), func(ctx context.Context) (*Lease, error) {
 		close(started)
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -40,7 +38,7 @@ func TestFutureCancelWhileWaiting(t *testing.T) {
 func TestFutureParentContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	f, run := lease.NewFuture(ctx, func(ctx context.Context) (*lease.Lease, error) {
+	f, run := newFuture(ctx, func(ctx context.Context) (*Lease, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})

@@ -2,46 +2,61 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/access"
 )
 
 // Lease is one acquisition of a lock. It is held until Release, or until it
 // is lost: then Lost is closed, Context is cancelled and Err says why.
 // Its methods are safe for concurrent use.
 type Lease struct {
-	hold     *Hold
+	hold     access.Hold
 	token    uint64
 	parent   context.Context // the acquiring context: its values, not its cancellation
-	released atomic.Bool
 	since    time.Time       // when acquired; set only for an observed hold
-	ctx      context.Context // made on first use, under hold.mu
-	cancel   context.CancelCauseFunc
+	released atomic.Bool
+
+	mu     sync.Mutex
+	ctx    context.Context // made on first use
+	cancel context.CancelCauseFunc
+}
+
+// errReleased is the cause of a Lease's context after Release.
+var errReleased = fmt.Errorf("%w: released", ErrNotHeld)
+
+func init() {
+	access.NewLease = func(h access.Hold, parent context.Context, token uint64, since time.Time) any {
+		return &Lease{hold: h, token: token, parent: parent, since: since}
+	}
 }
 
 // Name is the lock name.
-func (l *Lease) Name() string { return l.hold.cfg.Name }
+func (l *Lease) Name() string { return l.hold.Name() }
 
 // Owner is the owner field the lease holds the lock under in Redis,
 // CLIENT_ID:LEASE_ID; reentrant leases share their first lease's owner.
-func (l *Lease) Owner() string { return l.hold.cfg.Owner }
+func (l *Lease) Owner() string { return l.hold.Owner() }
 
-// Token is the fencing token of this acquisition: strictly greater than the
-// token of every earlier acquisition of the same lock name, by any owner.
-// Hand it to the guarded resource, which refuses writes carrying a token lower
-// than one it has seen.
+// Token is the fencing token of this acquisition: greater than the token of
+// every earlier acquisition of the same lock name by an owner that draws
+// tokens (every leasehold lock does; Redisson's RLock does not). Hand it to
+// the guarded resource, which refuses writes carrying a token lower than one
+// it has seen. A semaphore's permits have token 0.
 func (l *Lease) Token() uint64 { return l.token }
 
 // Context carries the values of the context the lease was acquired with, and
 // this lease for reentrancy. It is cancelled when the lease is lost or
 // released, not when the acquiring context ends; context.Cause tells which.
 func (l *Lease) Context() context.Context {
-	h := l.hold
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.ctx == nil {
-		l.ctx, l.cancel = context.WithCancelCause(&leaseContext{Context: h.context(), lease: l})
+		l.ctx, l.cancel = context.WithCancelCause(l.hold.Context(l.parent))
 		if l.released.Load() {
 			l.cancel(errReleased)
 		}
@@ -56,7 +71,7 @@ func (l *Lease) Context() context.Context {
 func (l *Lease) Lost() <-chan struct{} { return l.hold.Lost() }
 
 // Err is nil while the lease is held, and after a clean Release. Once the
-// lease is lost it wraps ErrLost or ErrClosed with the reason.
+// lease is lost it is an *Error wrapping ErrLost or ErrClosed, with the reason.
 func (l *Lease) Err() error { return l.hold.Err() }
 
 // Deadline is when the lease is lost unless a renewal is confirmed first:
@@ -71,21 +86,28 @@ func (l *Lease) Deadline() time.Time { return l.hold.Deadline() }
 func (l *Lease) HoldCount() int { return l.hold.Leases() }
 
 // Release gives up this lease: the lock is free once every lease of the
-// owner is released. A release whose reply is lost is retried under the same
-// request id, so it is applied once. It returns an error wrapping ErrNotHeld
-// when the lease was released already or lost; Context is cancelled either way.
+// owner is released. It is sent even when ctx is already cancelled or past
+// its deadline (detached from ctx's cancellation, bounded by a few seconds of
+// its own), and a release whose reply is lost is retried under the same
+// request id, so it is applied once. It returns an *Error wrapping ErrNotHeld
+// when the lease was released already or lost; Context is cancelled either
+// way. When Redis cannot be reached in that time, the lease stays held (and
+// renewed): the *Error says so, and Release may be called again; Close
+// releases it too.
 func (l *Lease) Release(ctx context.Context) error {
 	if !l.released.CompareAndSwap(false, true) {
-		return fmt.Errorf("%w: %s: released already", ErrNotHeld, l.Name())
+		return &Error{Op: "release", Name: l.Name(), Err: fmt.Errorf("%w: released already", ErrNotHeld)}
 	}
-	defer func() {
-		l.hold.mu.Lock()
-		if l.cancel != nil {
-			l.cancel(errReleased)
-		}
-		l.hold.mu.Unlock()
-	}()
-	err := l.hold.release(ctx)
-	l.hold.observe(Event{Kind: Released, Token: l.token, Held: time.Since(l.since), Err: err})
+	err := l.hold.Release(ctx, l.token, l.since)
+	if err != nil && !errors.Is(err, ErrNotHeld) {
+		// Redis did not confirm: the lease is still held, and releasable.
+		l.released.Store(false)
+		return err
+	}
+	l.mu.Lock()
+	if l.cancel != nil {
+		l.cancel(errReleased)
+	}
+	l.mu.Unlock()
 	return err
 }

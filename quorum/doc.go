@@ -55,8 +55,8 @@
 //
 // This assumes no node loses its counter: run the nodes with persistence
 // (appendonly yes, appendfsync always) or keep counters some other way; an
-// emptied node can hand a later quorum a lower token. Members that are not
-// TokenRaisers (locks other than rlock) are not written back: a Multi's token
+// emptied node can hand a later quorum a lower token. Members that draw no
+// token of their own (Lockers from outside this module) are not written back: a Multi's token
 // (the highest its members drew) still rises from one Multi holder to the
 // next, since every member's counter does, but a RedLock's is not guaranteed
 // to, and a reentrant Lease then shares its first Lease's token.

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/lease"
 )
 
@@ -15,7 +16,7 @@ import (
 // and ends the quorum's hold, as lost, when too few remain.
 type claim struct {
 	q     *lock
-	hold  *lease.Hold
+	hold  *core.Hold
 	drift time.Duration
 
 	mu      sync.Mutex
@@ -39,7 +40,7 @@ type claimKey struct{ q *lock }
 // counts it.
 func (q *lock) newLease(ctx context.Context, members []*lease.Lease, links []*link, token uint64, drift time.Duration) *lease.Lease {
 	c := &claim{q: q, members: members, stops: make([]func() bool, len(members)), drift: drift, token: token}
-	c.hold = lease.NewHold(lease.HoldConfig{
+	c.hold = core.NewHold(core.HoldConfig{
 		Name:  q.name,
 		Scope: q,
 		// The hold's TTL only bounds retries of Release, which never asks
@@ -124,8 +125,8 @@ func (c *claim) memberEnded(i int) {
 	if why == nil {
 		why = context.Cause(m.Context())
 	}
-	cause := fmt.Errorf("%w: %s: %d of %d members still held, %d needed (member %d: %v)",
-		lease.ErrLost, c.q.name, c.alive, len(c.members), c.q.needed, i, why)
+	cause := core.Errorf("hold", c.q.name, "%w: %d of %d members still held, %d needed (member %d: %v)",
+		lease.ErrLost, c.alive, len(c.members), c.q.needed, i, why)
 	c.lose(cause)
 }
 
@@ -159,8 +160,8 @@ func (c *claim) expire() {
 		c.mu.Unlock()
 		return
 	}
-	c.lose(fmt.Errorf("%w: %s: the validity ran out: no quorum of members confirmed a renewal in time",
-		lease.ErrLost, c.q.name))
+	c.lose(core.Errorf("hold", c.q.name, "%w: the validity ran out: no quorum of members confirmed a renewal in time",
+		lease.ErrLost))
 }
 
 // lose ends the claim as lost, with c.mu held (it unlocks it): the holder
@@ -172,7 +173,7 @@ func (c *claim) lose(cause error) {
 	rest := c.endLocked()
 	c.mu.Unlock()
 	c.hold.Lose(cause)
-	_ = releaseLeases(context.Background(), rest)
+	c.q.Go(func() { _ = releaseLeases(context.Background(), rest) })
 }
 
 // endLocked marks the claim ended and takes its members for release.
@@ -204,7 +205,7 @@ func (c *claim) release(ctx context.Context, _ string, all bool) error {
 	c.mu.Lock()
 	if c.ended {
 		c.mu.Unlock()
-		return fmt.Errorf("%w: %s", lease.ErrNotHeld, c.q.name)
+		return lease.ErrNotHeld
 	}
 	rest := c.endLocked()
 	c.mu.Unlock()
@@ -215,7 +216,7 @@ func (c *claim) release(ctx context.Context, _ string, all bool) error {
 		}
 	}
 	if held < c.q.needed {
-		return fmt.Errorf("%w: %s: %d members held at release, %d needed", lease.ErrNotHeld, c.q.name, held, c.q.needed)
+		return fmt.Errorf("%w: %d members held at release, %d needed", lease.ErrNotHeld, held, c.q.needed)
 	}
 	return nil
 }
@@ -223,10 +224,10 @@ func (c *claim) release(ctx context.Context, _ string, all bool) error {
 // reenter adds a Lease to the hold h that ctx carries. Its token is one above
 // the claim's latest, written back as a fresh acquisition's is; members that
 // cannot raise their counters give it the claim's token instead.
-func (q *lock) reenter(ctx context.Context, h *lease.Hold) (*lease.Lease, error) {
+func (q *lock) reenter(ctx context.Context, h *core.Hold) (*lease.Lease, error) {
 	c, _ := ctx.Value(claimKey{q}).(*claim)
 	if c == nil {
-		return nil, fmt.Errorf("%w: %s: context carries the hold but not its claim", lease.ErrNotHeld, q.name)
+		return nil, fmt.Errorf("%w: context carries the hold but not its claim", lease.ErrNotHeld)
 	}
 	c.tokenMu.Lock()
 	defer c.tokenMu.Unlock()
@@ -237,7 +238,7 @@ func (q *lock) reenter(ctx context.Context, h *lease.Hold) (*lease.Lease, error)
 		c.mu.Unlock()
 		token++
 		if err := q.fence(ctx, members, token); err != nil {
-			return nil, fmt.Errorf("%s: reentrant acquire: %w", q.name, err)
+			return nil, fmt.Errorf("reentrant acquire: %w", err)
 		}
 		c.token = token
 	}

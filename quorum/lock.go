@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/core"
+	"github.com/leasehold/leasehold/internal/engine"
 	"github.com/leasehold/leasehold/lease"
 )
 
@@ -31,6 +33,9 @@ func (k kind) String() string {
 
 // lock is a Multi or a RedLock over its members. It implements lease.Locker.
 type lock struct {
+	// Group runs the lock's goroutines on its members' Clients, so their
+	// Close waits for them, and lets a quorum be a member of another.
+	engine.Group
 	kind    kind
 	members []lease.Locker
 	cfg     Config
@@ -43,7 +48,13 @@ type lock struct {
 var _ lease.Locker = (*lock)(nil)
 
 func newLock(k kind, cfg Config, members []lease.Locker) *lock {
-	q := &lock{kind: k, members: slices.Clone(members), cfg: cfg.withDefaults(), raise: len(members) > 0}
+	var known []lease.Locker
+	for _, m := range members {
+		if !isNil(m) {
+			known = append(known, m)
+		}
+	}
+	q := &lock{Group: engine.NewGroup(known), kind: k, members: slices.Clone(members), cfg: cfg.withDefaults(), raise: len(members) > 0}
 	q.needed = len(members)
 	if k == majority {
 		q.needed = len(members)/2 + 1
@@ -55,7 +66,7 @@ func newLock(k kind, cfg Config, members []lease.Locker) *lock {
 		} else {
 			names[i] = "#" + strconv.Itoa(i)
 		}
-		if _, ok := m.(TokenRaiser); !ok {
+		if !engine.CanRaiseToken(m) {
 			q.raise = false
 		}
 	}
@@ -72,7 +83,7 @@ func (q *lock) check(cfg Config) error {
 	}
 	for i, m := range q.members {
 		if isNil(m) {
-			return fmt.Errorf("%w: %s: locker %d is nil", lease.ErrInvalid, q.name, i)
+			return fmt.Errorf("%w: locker %d is nil", lease.ErrInvalid, i)
 		}
 		// The same locker twice could never be held twice at once: every
 		// attempt would fail. Only comparable lockers can be told apart.
@@ -81,12 +92,12 @@ func (q *lock) check(cfg Config) error {
 		}
 		for j := range i {
 			if q.members[j] == m { // m's type is comparable: no panic
-				return fmt.Errorf("%w: %s: lockers %d and %d are the same", lease.ErrInvalid, q.name, j, i)
+				return fmt.Errorf("%w: lockers %d and %d are the same", lease.ErrInvalid, j, i)
 			}
 		}
 	}
 	if err := cfg.check(); err != nil {
-		return fmt.Errorf("%w (%s)", err, q.name)
+		return err
 	}
 	return nil
 }
@@ -109,19 +120,34 @@ func isNil(m lease.Locker) bool {
 // took before a random delay and the next attempt. On failure Acquire returns
 // ctx.Err() (wrapping the last attempt's error too) and holds nothing. If ctx
 // carries a lease of this quorum, Acquire re-enters it.
-func (q *lock) Acquire(ctx context.Context) (*lease.Lease, error) { return q.acquire(ctx, true) }
+func (q *lock) Acquire(ctx context.Context) (*lease.Lease, error) {
+	return q.named("acquire")(q.acquire(ctx, true))
+}
 
 // TryAcquire makes one attempt, bounded by NodeTimeout per member: an error
 // wrapping lease.ErrNotAcquired, with each member's answer, when the quorum
 // was not reached. It holds nothing on failure.
-func (q *lock) TryAcquire(ctx context.Context) (*lease.Lease, error) { return q.acquire(ctx, false) }
+func (q *lock) TryAcquire(ctx context.Context) (*lease.Lease, error) {
+	return q.named("try-acquire")(q.acquire(ctx, false))
+}
+
+// named returns a function that turns the error of operation op into the
+// quorum's *lease.Error.
+func (q *lock) named(op string) func(*lease.Lease, error) (*lease.Lease, error) {
+	return func(l *lease.Lease, err error) (*lease.Lease, error) {
+		if err != nil {
+			err = &lease.Error{Op: op, Name: q.name, Err: err}
+		}
+		return l, err
+	}
+}
 
 // AcquireAsync starts Acquire in a goroutine that ends with the attempt: once
 // held, on failure, or when ctx ends or the Future is cancelled. Cancelling
 // the Future before its Lease is taken leaves nothing held.
 func (q *lock) AcquireAsync(ctx context.Context) *lease.Future {
-	f, run := lease.NewFuture(ctx, q.Acquire)
-	go run()
+	f, run := core.NewFuture(ctx, q.Acquire)
+	q.Go(run)
 	return f
 }
 
@@ -132,7 +158,7 @@ func (q *lock) acquire(ctx context.Context, wait bool) (*lease.Lease, error) {
 	if ctx.Err() != nil {
 		return nil, q.ctxErr(ctx, nil)
 	}
-	if h := lease.HoldFrom(ctx, q, q.name); h != nil {
+	if h := core.HoldFrom(ctx, q, q.name); h != nil {
 		return q.reenter(ctx, h)
 	}
 	first := -1
@@ -172,7 +198,7 @@ func (q *lock) attempt(ctx context.Context, first int) (*lease.Lease, int, error
 		// same locks in different orders cannot each hold what the other
 		// waits for, so they cannot deadlock.
 		if leases[first], errs[first] = q.members[first].Acquire(links[first]); errs[first] != nil {
-			return nil, first, fmt.Errorf("%s: waiting for member %d: %w", q.name, first, errs[first])
+			return nil, first, fmt.Errorf("waiting for member %d: %w", first, errs[first])
 		}
 	}
 	// The time spent is measured on the monotonic clock (time.Now carries
@@ -230,8 +256,8 @@ func (q *lock) attempt(ctx context.Context, first int) (*lease.Lease, int, error
 	until, ok := validUntil(leases, q.needed, drift)
 	if !ok || (!until.IsZero() && !time.Now().Before(until)) {
 		releaseAll(leases)
-		return nil, -1, fmt.Errorf("%w: %s: validity used up: the attempt took %v, drift %v",
-			lease.ErrNotAcquired, q.name, time.Since(start).Round(time.Millisecond), drift)
+		return nil, -1, fmt.Errorf("%w: validity used up: the attempt took %v, drift %v",
+			lease.ErrNotAcquired, time.Since(start).Round(time.Millisecond), drift)
 	}
 	return q.newLease(ctx, leases, links, token, drift), -1, nil
 }
@@ -258,7 +284,7 @@ func (q *lock) shortfall(held int, errs []error) error {
 	var closedErr error
 	for i, err := range errs {
 		if errors.Is(err, lease.ErrInvalid) {
-			return fmt.Errorf("%s: member %d: %w", q.name, i, err)
+			return fmt.Errorf("member %d: %w", i, err)
 		}
 		if errors.Is(err, lease.ErrClosed) {
 			closed++
@@ -266,7 +292,7 @@ func (q *lock) shortfall(held int, errs []error) error {
 		}
 	}
 	if len(errs)-closed < q.needed {
-		return fmt.Errorf("%s: %d of %d members closed, %d needed: %w", q.name, closed, len(errs), q.needed, closedErr)
+		return fmt.Errorf("%d of %d members closed, %d needed: %w", closed, len(errs), q.needed, closedErr)
 	}
 	var b strings.Builder
 	for i, err := range errs {
@@ -274,8 +300,8 @@ func (q *lock) shortfall(held int, errs []error) error {
 			fmt.Fprintf(&b, "; member %d: %v", i, err)
 		}
 	}
-	return fmt.Errorf("%w: %s: %d of %d members held, %d needed%s",
-		lease.ErrNotAcquired, q.name, held, len(errs), q.needed, b.String())
+	return fmt.Errorf("%w: %d of %d members held, %d needed%s",
+		lease.ErrNotAcquired, held, len(errs), q.needed, b.String())
 }
 
 // validUntil is when the member leases still held stop making a quorum: the
@@ -354,7 +380,7 @@ func permanent(err error) bool {
 // (and the last attempt's error, if any) and names the lock.
 func (q *lock) ctxErr(ctx context.Context, last error) error {
 	if last != nil && !errors.Is(last, ctx.Err()) {
-		return fmt.Errorf("lease: %s: %w (last attempt: %w)", q.name, ctx.Err(), last)
+		return fmt.Errorf("%w (last attempt: %w)", ctx.Err(), last)
 	}
-	return fmt.Errorf("lease: %s: %w", q.name, ctx.Err())
+	return ctx.Err()
 }

@@ -43,7 +43,7 @@ func TestMultiAllOrNothing(t *testing.T) {
 	// The waiting Multi waits on stock itself, holding nothing: the release
 	// wakes it, not the 30s lease running out nor a polling loop.
 	f := m.AcquireAsync(ctx)
-	eventually(t, 5*time.Second, "Multi waiting on stock", func() bool { return c.Hub().Stats().Waiters == 1 })
+	eventually(t, 5*time.Second, "Multi waiting on stock", func() bool { return c.Stats().Waiters == 1 })
 	if exists(t, srv, "order") || exists(t, srv, "payment") {
 		t.Fatal("a waiting Multi holds members")
 	}

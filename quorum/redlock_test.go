@@ -36,8 +36,8 @@ func TestRedLockKilledNodes(t *testing.T) {
 	srvs[1].Kill()
 	// The lease lives on, its three live members renewed: wait six renewal
 	// rounds (two leases' worth) on a live node.
-	rounds := cs[4].Keeper().Rounds()
-	eventually(t, 10*time.Second, "renewals after the kills", func() bool { return cs[4].Keeper().Rounds() >= rounds+6 })
+	rounds := cs[4].Stats().RenewalRounds
+	eventually(t, 10*time.Second, "renewals after the kills", func() bool { return cs[4].Stats().RenewalRounds >= rounds+6 })
 	if isLost(ls) {
 		t.Fatalf("lease lost with 3 of 5 nodes alive: %v", ls.Err())
 	}

@@ -6,20 +6,13 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/leasehold/leasehold/internal/engine"
 	"github.com/leasehold/leasehold/lease"
 )
 
-// TokenRaiser is a Locker that can raise its fencing counter on its Redis,
-// never lowering it, and return the value after. rlock.Lock is one. When
-// every member of a quorum is, the quorum writes each token it hands out back
-// to the members it holds, so tokens rise across holders; see the package
-// documentation for what happens otherwise.
-type TokenRaiser interface {
-	RaiseToken(ctx context.Context, floor uint64) (uint64, error)
-}
-
 // fence writes token back to the member leases held, each under NodeTimeout,
-// when every member is a TokenRaiser. It fails, wrapping lease.ErrNotAcquired,
+// when every member can raise its fencing counter (every lock of this module
+// that draws tokens can: rlock, fairqueue, rw). It fails, wrapping lease.ErrNotAcquired,
 // unless needed members confirm: the counters of a quorum of nodes are then
 // at least token, and every later quorum meets one of them, draws a token
 // above it there and so hands out a higher token (a quorum max-register).
@@ -39,7 +32,7 @@ func (q *lock) fence(ctx context.Context, leases []*lease.Lease, token uint64) e
 		wg.Go(func() {
 			rctx, cancel := context.WithTimeout(ctx, q.cfg.NodeTimeout)
 			defer cancel()
-			_, errs[i] = q.members[i].(TokenRaiser).RaiseToken(rctx, token)
+			_, _, errs[i] = engine.RaiseToken(rctx, q.members[i], token)
 		})
 	}
 	wg.Wait()
@@ -55,8 +48,8 @@ func (q *lock) fence(ctx context.Context, leases []*lease.Lease, token uint64) e
 		}
 	}
 	if raised < q.needed {
-		return fmt.Errorf("%w: %s: fencing token %d written back to %d members, %d needed%s",
-			lease.ErrNotAcquired, q.name, token, raised, q.needed, b.String())
+		return fmt.Errorf("%w: fencing token %d written back to %d members, %d needed%s",
+			lease.ErrNotAcquired, token, raised, q.needed, b.String())
 	}
 	return nil
 }

@@ -32,7 +32,7 @@ func TestAcquireAsync(t *testing.T) {
 	t.Run("cancel while waiting holds nothing", func(t *testing.T) {
 		held := mustAcquire(t, rlock.New(c, "async-busy"), ctx)
 		f := rlock.New(other, "async-busy").AcquireAsync(ctx)
-		eventually(t, 5*time.Second, "waiter subscribed", func() bool { return other.Hub().Stats().Waiters == 1 })
+		eventually(t, 5*time.Second, "waiter subscribed", func() bool { return other.Stats().Waiters == 1 })
 		f.Cancel()
 		_, err := f.Result()
 		wantErr(t, err, context.Canceled)

@@ -77,7 +77,7 @@ func BenchmarkWakeup(b *testing.B) {
 			b.Fatal(err)
 		}
 		f := lw.AcquireAsync(ctx)
-		for waiter.Hub().Stats().Waiters != 1 {
+		for waiter.Stats().Waiters != 1 {
 			time.Sleep(50 * time.Microsecond)
 		}
 		time.Sleep(time.Millisecond) // let it settle into its wait after the subscription

@@ -75,7 +75,7 @@ func ExampleLock_TryAcquire() {
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, lease.ErrNotAcquired))
 	// Output:
-	// lease: not acquired: cron:cleanup
+	// try-acquire "cron:cleanup": lease: not acquired
 	// true
 }
 
@@ -195,24 +195,4 @@ func ExampleLock_ForceRelease() {
 	// Output:
 	// deleted: true
 	// holder's release: true
-}
-
-// RaiseToken lifts the fencing counter, so later tokens start above a floor
-// (quorum.RedLock uses it to keep tokens rising across nodes).
-func ExampleLock_RaiseToken() {
-	c := openClient()
-	defer c.Close()
-
-	ctx := context.Background()
-	lock := rlock.New(c, "sequencer")
-	if _, err := lock.RaiseToken(ctx, 1000); err != nil {
-		log.Fatal(err)
-	}
-	l, err := lock.Acquire(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer l.Release(ctx)
-	fmt.Println("token above 1000:", l.Token() > 1000)
-	// Output: token above 1000: true
 }

@@ -1,11 +1,13 @@
 package rlock_test
 
 import (
+	"context"
 	"math"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/engine"
 	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rlock"
@@ -15,6 +17,10 @@ import (
 // RaiseToken only ever raises the fencing counter, exactly even beyond the
 // 2^53 that Lua's numbers hold, and the next acquisition draws above it.
 func TestRaiseToken(t *testing.T) {
+	raise := func(ctx context.Context, l lease.Locker, floor uint64) (uint64, error) {
+		tok, _, err := engine.RaiseToken(ctx, l, floor)
+		return tok, err
+	}
 	srv := redistest.Start(t)
 	c := open(t, srv)
 	ctx := ctxTimeout(t, 10*time.Second)
@@ -39,7 +45,7 @@ func TestRaiseToken(t *testing.T) {
 			if tt.start != "" {
 				srv.Do("SET", script.TokenKey(name), tt.start)
 			}
-			got, err := rlock.New(c, name).RaiseToken(ctx, tt.floor)
+			got, err := raise(ctx, rlock.New(c, name), tt.floor)
 			if err != nil || got != tt.want {
 				t.Fatalf("RaiseToken(%d) over %q = %d, %v; want %d", tt.floor, tt.start, got, err, tt.want)
 			}
@@ -51,7 +57,7 @@ func TestRaiseToken(t *testing.T) {
 
 	t.Run("next acquisition draws above", func(t *testing.T) {
 		l := rlock.New(c, "fence-next")
-		if _, err := l.RaiseToken(ctx, 500); err != nil {
+		if _, err := raise(ctx, l, 500); err != nil {
 			t.Fatal(err)
 		}
 		ls := mustAcquire(t, l, ctx)
@@ -62,11 +68,11 @@ func TestRaiseToken(t *testing.T) {
 	})
 
 	t.Run("bad input", func(t *testing.T) {
-		_, err := rlock.New(c, "fence-big").RaiseToken(ctx, math.MaxInt64+1)
+		_, err := raise(ctx, rlock.New(c, "fence-big"), math.MaxInt64+1)
 		wantErr(t, err, lease.ErrInvalid)
-		_, err = rlock.New(nil, "fence-nil").RaiseToken(ctx, 1)
+		_, err = raise(ctx, rlock.New(nil, "fence-nil"), 1)
 		wantErr(t, err, lease.ErrInvalid)
-		_, err = rlock.New(c, "").RaiseToken(ctx, 1)
+		_, err = raise(ctx, rlock.New(c, ""), 1)
 		wantErr(t, err, lease.ErrInvalid)
 	})
 }

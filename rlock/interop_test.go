@@ -78,7 +78,7 @@ func TestRedissonInterop(t *testing.T) {
 	_, err := l.TryAcquire(ctx)
 	wantErr(t, err, lease.ErrNotAcquired)
 	f := l.AcquireAsync(ctx)
-	eventually(t, 5*time.Second, "waiter subscribed", func() bool { return c.Hub().Stats().Subscriptions == 1 })
+	eventually(t, 5*time.Second, "waiter subscribed", func() bool { return c.Stats().Subscriptions == 1 })
 	unlocked := time.Now()
 	javaUnlock(t, java, "shared")
 	ls, err := f.Result()

@@ -2,10 +2,10 @@ package rlock
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/internal/engine"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/script"
@@ -16,12 +16,17 @@ import (
 const latch = 5 * time.Second
 
 // scope keys reentrancy: a lease is reentrant for rlocks of the same Client.
-type scope struct{ c *leasehold.Client }
+type scope struct{ c *core.Client }
+
+// bound lets quorum find the lock's Client and raise its fencing counter.
+// Embedded under this unexported name, it adds nothing to Lock's godoc.
+type bound = engine.Bound
 
 // Lock is a reentrant lock on one name. It implements lease.Locker. Its
 // constructor does not fail: bad input is reported by the first Acquire.
 type Lock struct {
-	e engine.Lock
+	bound
+	e *engine.Engine
 }
 
 var _ lease.Locker = (*Lock)(nil)
@@ -29,46 +34,45 @@ var _ lease.Locker = (*Lock)(nil)
 // New returns the reentrant lock name on c. Options: leasehold.WithLeaseTime
 // for a fixed lease instead of the watchdog.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
-	l := &Lock{e: engine.Lock{
-		Client:  c,
-		Name:    name,
-		Scope:   scope{c},
-		Channel: script.LockChannel(name),
-		Key:     name,
-	}}
-	if c == nil {
-		return l
-	}
-	rc := c.Redis()
-	l.e.Config = c.LockConfig(opts...)
-	s := script.NewLock(name, l.e.Config.TTL(), latch)
-	l.e.Try = func(ctx context.Context, owner string, _ time.Duration) (script.Grant, error) {
-		return s.Acquire(ctx, rc, owner)
-	}
-	l.e.Release = func(ctx context.Context, owner, id string, all bool) error {
-		n, err := s.Release(ctx, rc, owner, id, all)
-		if err == nil && n == script.NotHeld {
-			return fmt.Errorf("%w: %s", lease.ErrNotHeld, name)
-		}
-		return err
-	}
-	l.e.Renewal = func(owner string, _ time.Duration) *lease.Renewal {
-		return &lease.Renewal{Script: script.LockRenew, Keys: s.RenewKeys(), Args: s.RenewArgs(owner)}
-	}
-	return l
+	cc, cfg := core.Bind(c, opts)
+	p := &protocol{c: cc, name: name, channel: script.LockChannel(name), s: script.NewLock(name, cfg.TTL(), latch)}
+	e := engine.New(cc, name, scope{cc}, cfg, p)
+	return &Lock{e.Bound(), e}
 }
 
+// protocol is the reentrant lock's scripts: Redisson's RLock.
+type protocol struct {
+	c             *core.Client
+	name, channel string
+	s             *script.Lock
+}
+
+func (p *protocol) Try(ctx context.Context, owner string, _ bool) (script.Grant, error) {
+	return p.s.Acquire(ctx, p.c.Redis(), owner)
+}
+
+func (p *protocol) Release(ctx context.Context, owner, id string, all bool) (int64, error) {
+	return p.s.Release(ctx, p.c.Redis(), owner, id, all)
+}
+
+func (p *protocol) Renewal(owner string) *core.Renewal {
+	return &core.Renewal{Script: script.LockRenew, Keys: p.s.RenewKeys(), Args: p.s.RenewArgs(owner)}
+}
+
+func (p *protocol) Wakeup(string) (channel, key string) { return p.channel, p.name }
+
 // Name is the lock name, the Redis key of its hash.
-func (l *Lock) Name() string { return l.e.Name }
+func (l *Lock) Name() string { return l.e.Name() }
 
 // Acquire blocks until the lock is held or ctx is done; ctx's deadline is the
-// wait (Redisson's waitTime). On failure it returns an error (wrapping ctx.Err() when
-// ctx ended) and holds nothing. If ctx carries a lease of this lock from the
-// same Client, Acquire re-enters: it raises the hold count and returns at once.
+// wait (Redisson's waitTime). On failure it returns a *lease.Error (wrapping
+// ctx.Err() when ctx ended) and holds nothing. If ctx carries a lease of this
+// lock from the same Client, Acquire re-enters: it raises the hold count and
+// returns at once.
 func (l *Lock) Acquire(ctx context.Context) (*lease.Lease, error) { return l.e.Acquire(ctx) }
 
-// TryAcquire makes one attempt and does not wait: it returns an error wrapping
-// lease.ErrNotAcquired when another owner holds the lock.
+// TryAcquire makes one attempt and does not wait: it returns a *lease.Error
+// wrapping lease.ErrNotAcquired when another owner holds the lock.
 func (l *Lock) TryAcquire(ctx context.Context) (*lease.Lease, error) { return l.e.TryAcquire(ctx) }
 
 // AcquireAsync starts Acquire and returns at once. Cancelling the Future (or
@@ -77,10 +81,9 @@ func (l *Lock) AcquireAsync(ctx context.Context) *lease.Future { return l.e.Acqu
 
 // IsLocked reports whether anyone holds the lock. It reads through the
 // client-side cache: no round trip while the cached answer stands. Like any
-// answer about a shared lock it may be stale by the time it returns; for a
-// moment after this Client's own acquire or release it may report the state
-// from before (Redis sends a client the invalidation of its own write just
-// after the write's reply).
+// answer about a shared lock it may be stale by the time it returns, and it
+// can lag a write to the lock by a few milliseconds, this Client's or
+// another's: Redis sends the invalidation just after the write.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.e.IsLocked(ctx) }
 
 // HoldCount is how many leases the owner whose lease ctx carries holds on
@@ -97,9 +100,10 @@ func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) { return l.
 // operators. It reports whether there was a lock to delete. The holder learns
 // of the loss at its next renewal.
 func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
-	rc, err := l.e.Redis()
+	rc, err := l.e.Redis("force-release")
 	if err != nil {
 		return false, err
 	}
-	return script.ForceReleaseLock(ctx, rc, l.e.Name)
+	ok, err := script.ForceReleaseLock(ctx, rc, l.e.Name())
+	return ok, l.e.Fail("force-release", err)
 }

@@ -191,13 +191,13 @@ func TestWatchdogKeepsLease(t *testing.T) {
 	ctx := ctxTimeout(t, 10*time.Second)
 	l := rlock.New(c, "watched")
 	ls := mustAcquire(t, l, ctx)
-	rounds := c.Keeper().Rounds()
+	rounds := c.Stats().RenewalRounds
 	time.Sleep(6 * watchdog)
 	if isLost(ls) {
 		t.Fatalf("watchdog lease lost: %v", ls.Err())
 	}
-	if c.Keeper().Rounds()-rounds < 3 {
-		t.Fatalf("%d renewal rounds in 6 watchdog periods", c.Keeper().Rounds()-rounds)
+	if c.Stats().RenewalRounds-rounds < 3 {
+		t.Fatalf("%d renewal rounds in 6 watchdog periods", c.Stats().RenewalRounds-rounds)
 	}
 	if ttl, err := l.RemainTTL(ctx); err != nil || ttl <= 0 || ttl > watchdog {
 		t.Fatalf("RemainTTL = %v, %v; want in (0, %v]", ttl, err, watchdog)
@@ -237,7 +237,7 @@ func TestWakeOnRelease(t *testing.T) {
 	ctx := ctxTimeout(t, 20*time.Second)
 	held := mustAcquire(t, rlock.New(c, "wake"), ctx)
 	f := rlock.New(other, "wake").AcquireAsync(ctx)
-	eventually(t, 5*time.Second, "waiter subscribed", func() bool { return other.Hub().Stats().Subscriptions == 1 })
+	eventually(t, 5*time.Second, "waiter subscribed", func() bool { return other.Stats().Subscriptions == 1 })
 	released := time.Now()
 	release(t, held)
 	ls, err := f.Result()
@@ -259,7 +259,7 @@ func TestWakeOnInvalidation(t *testing.T) {
 	srv.Do("HSET", "silent", "foreign:1", "1")
 	srv.Do("PEXPIRE", "silent", "30000")
 	f := rlock.New(c, "silent").AcquireAsync(ctx)
-	eventually(t, 5*time.Second, "waiter subscribed", func() bool { return c.Hub().Stats().Subscriptions == 1 })
+	eventually(t, 5*time.Second, "waiter subscribed", func() bool { return c.Stats().Subscriptions == 1 })
 	time.Sleep(50 * time.Millisecond) // let the waiter settle into its wait
 	deleted := time.Now()
 	srv.Do("DEL", "silent")
@@ -301,7 +301,7 @@ func TestCancelledWait(t *testing.T) {
 		n, err := srv.Do("PUBSUB", "NUMSUB", "redisson_lock__channel:{busy}").AsIntSlice()
 		return err != nil || (len(n) == 0)
 	})
-	if s := other.Hub().Stats(); s.Subscriptions != 0 || s.Waiters != 0 {
+	if s := other.Stats(); s.Subscriptions != 0 || s.Waiters != 0 {
 		t.Fatalf("hub after cancelled wait: %+v", s)
 	}
 	release(t, held)

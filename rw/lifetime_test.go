@@ -28,9 +28,9 @@ func TestWatchdogRenewsEveryReadHold(t *testing.T) {
 		script.ReadHoldKey("renewed", ownerOf(t, srv, "renewed", c), 2),
 		script.ReadHoldKey("renewed", ownerOf(t, srv, "renewed", other), 1),
 	}
-	rounds := c.Keeper().Rounds()
+	rounds := c.Stats().RenewalRounds
 	time.Sleep(6 * watchdog) // six lease periods: every key would have expired unrenewed
-	if n := c.Keeper().Rounds() - rounds; n < 3 {
+	if n := c.Stats().RenewalRounds - rounds; n < 3 {
 		t.Fatalf("%d renewal rounds in 6 watchdog periods", n)
 	}
 	for _, ls := range []*lease.Lease{outer, inner, orl} {
@@ -78,8 +78,8 @@ func TestDeadReaderLeaves(t *testing.T) {
 	// Its hold key runs out within its lease (the last renewal's TTL).
 	eventually(t, 2*watchdog+time.Second, "dead reader's hold key expired", func() bool { return !exists(t, srv, deadKey) })
 	// Several more renewal rounds: the live reader keeps the lock alive.
-	rounds := alive.Keeper().Rounds()
-	eventually(t, 5*time.Second, "live reader renewed", func() bool { return alive.Keeper().Rounds() >= rounds+3 })
+	rounds := alive.Stats().RenewalRounds
+	eventually(t, 5*time.Second, "live reader renewed", func() bool { return alive.Stats().RenewalRounds >= rounds+3 })
 	if !exists(t, srv, liveKey) || hash(t, srv, "dead")["mode"] != "read" || isLost(live) {
 		t.Fatalf("live reader's hold gone: %v", hash(t, srv, "dead"))
 	}

@@ -3,10 +3,10 @@ package rw
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/internal/engine"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/script"
@@ -31,172 +31,218 @@ const (
 // scope keys reentrancy: read and write leases of the same Client are
 // reentrant each within their own kind.
 type scope struct {
-	c     *leasehold.Client
+	c     *core.Client
 	write bool
 }
+
+// bound lets quorum find a lock's Client and raise its fencing counter.
+// Embedded under this unexported name, it adds nothing to godoc.
+type bound = engine.Bound
 
 // Lock is a read-write lock on one name. Its constructor does not fail: bad
 // input is reported by the first Acquire.
 type Lock struct {
-	read  engine.Lock
-	write writer
+	read  *reader
+	write *writer
 }
 
 // New returns the read-write lock name on c. Options: leasehold.WithLeaseTime
 // for a fixed lease instead of the watchdog, leasehold.WithWriterPreference to
 // hold new readers back while a writer waits (see the package doc).
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
-	channel := script.RWChannel(name)
-	readScope, writeScope := scope{c: c}, scope{c: c, write: true}
-	l := &Lock{
-		read: engine.Lock{Client: c, Name: name, Scope: readScope, Channel: channel, Key: name},
-		write: writer{
-			wait:  engine.Lock{Client: c, Name: name, Scope: writeScope, Channel: channel, Key: name},
-			reads: readScope,
-		},
-	}
-	if c == nil {
-		l.write.try = l.write.wait
-		return l
-	}
-	rc := c.Redis()
-	cfg := c.LockConfig(opts...)
+	cc, cfg := core.Bind(c, opts)
+	readScope, writeScope := scope{c: cc}, scope{c: cc, write: true}
+	rp := &readProtocol{c: cc, name: name, lease: cfg.TTL(), writes: writeScope}
+	wp := &writeProtocol{c: cc, name: name, lease: cfg.TTL(), prefer: cfg.WriterPreference}
+	re := engine.New(cc, name, readScope, cfg, rp)
+	we := engine.New(cc, name, writeScope, cfg, wp)
+	return &Lock{read: &reader{re.Bound(), re}, write: &writer{we.Bound(), we, readScope}}
+}
 
-	r := &l.read
-	r.Config = cfg
-	r.Try = func(ctx context.Context, owner string, ttl time.Duration) (script.Grant, error) {
-		// A read under a write lease of this lock is admitted: the script
-		// checks that the write lease still holds.
-		field := ""
-		if h := lease.HoldFrom(ctx, writeScope, name); h != nil {
-			field = script.WriteField(h.Owner())
-		}
-		return script.AcquireRead(ctx, rc, name, owner, field, ttl)
-	}
-	r.Release = func(ctx context.Context, owner, id string, all bool) error {
-		n, err := script.ReleaseRead(ctx, rc, name, owner, id, latch, all)
-		if err == nil && n == script.NotHeld {
-			return fmt.Errorf("%w: %s: read", lease.ErrNotHeld, name)
-		}
-		return err
-	}
-	r.Renewal = func(owner string, ttl time.Duration) *lease.Renewal {
-		keys, args := script.ReadRenewal(name, owner, ttl)
-		return &lease.Renewal{Script: script.RWReadRenew, Keys: keys, Args: args}
-	}
+// readProtocol is the read lock's scripts: Redisson's RReadWriteLock.
+type readProtocol struct {
+	c      *core.Client
+	name   string
+	lease  time.Duration
+	writes scope
+}
 
-	w := &l.write.wait
-	w.Config = cfg
-	w.Try = func(ctx context.Context, owner string, ttl time.Duration) (script.Grant, error) {
-		return script.AcquireWrite(ctx, rc, name, owner, ttl, cfg.WriterPreference, grace)
+// Try admits a read under a write lease of this lock at once: the script
+// checks that the write lease still holds.
+func (p *readProtocol) Try(ctx context.Context, owner string, _ bool) (script.Grant, error) {
+	field := ""
+	if h := core.HoldFrom(ctx, p.writes, p.name); h != nil {
+		field = script.WriteField(h.Owner())
 	}
-	w.Release = func(ctx context.Context, owner, id string, all bool) error {
-		n, err := script.ReleaseWrite(ctx, rc, name, owner, id, cfg.TTL(), latch, all)
-		if err == nil && n == script.NotHeld {
-			return fmt.Errorf("%w: %s: write", lease.ErrNotHeld, name)
-		}
-		return err
+	return script.AcquireRead(ctx, p.c.Redis(), p.name, owner, field, p.lease)
+}
+
+func (p *readProtocol) Release(ctx context.Context, owner, id string, all bool) (int64, error) {
+	return script.ReleaseRead(ctx, p.c.Redis(), p.name, owner, id, latch, all)
+}
+
+func (p *readProtocol) Renewal(owner string) *core.Renewal {
+	keys, args := script.ReadRenewal(p.name, owner, p.lease)
+	return &core.Renewal{Script: script.RWReadRenew, Keys: keys, Args: args}
+}
+
+func (p *readProtocol) Wakeup(string) (channel, key string) { return script.RWChannel(p.name), p.name }
+
+// writeProtocol is the write lock's scripts.
+type writeProtocol struct {
+	c      *core.Client
+	name   string
+	lease  time.Duration
+	prefer bool
+}
+
+// Try makes one attempt. With writer preference, an attempt that waits
+// announces the writer, holding new readers back; one that does not
+// (TryAcquire, a re-entry) must not, since nobody would withdraw it.
+func (p *writeProtocol) Try(ctx context.Context, owner string, wait bool) (script.Grant, error) {
+	return script.AcquireWrite(ctx, p.c.Redis(), p.name, owner, p.lease, p.prefer && wait, grace)
+}
+
+func (p *writeProtocol) Release(ctx context.Context, owner, id string, all bool) (int64, error) {
+	return script.ReleaseWrite(ctx, p.c.Redis(), p.name, owner, id, p.lease, latch, all)
+}
+
+func (p *writeProtocol) Renewal(owner string) *core.Renewal {
+	keys, args := script.WriteRenewal(p.name, owner, p.lease)
+	return &core.Renewal{Script: script.RWWriteRenew, Keys: keys, Args: args}
+}
+
+func (p *writeProtocol) Wakeup(string) (channel, key string) { return script.RWChannel(p.name), p.name }
+
+// Abandon withdraws owner's announcement when it stops waiting (writer
+// preference; without it there is none, and this does nothing).
+func (p *writeProtocol) Abandon(ctx context.Context, owner string) error {
+	if !p.prefer {
+		return nil
 	}
-	w.Renewal = func(owner string, ttl time.Duration) *lease.Renewal {
-		keys, args := script.WriteRenewal(name, owner, ttl)
-		return &lease.Renewal{Script: script.RWWriteRenew, Keys: keys, Args: args}
-	}
-	if cfg.WriterPreference {
-		w.Abandon = func(ctx context.Context, owner string) error {
-			return script.AbandonWrite(ctx, rc, name, owner)
-		}
-	}
-	// TryAcquire does not wait, so it must not announce itself: a copy of
-	// the engine whose attempts never do. Same scope, so reentrancy works
-	// across both.
-	l.write.try = *w
-	l.write.try.Abandon = nil
-	l.write.try.Try = func(ctx context.Context, owner string, ttl time.Duration) (script.Grant, error) {
-		return script.AcquireWrite(ctx, rc, name, owner, ttl, false, grace)
-	}
-	return l
+	return script.AbandonWrite(ctx, p.c.Redis(), p.name, owner)
 }
 
 // Name is the lock name, the Redis key of its hash.
-func (l *Lock) Name() string { return l.read.Name }
+func (l *Lock) Name() string { return l.read.e.Name() }
 
 // Read is the read lock: held by any number of owners at once while no
 // writer holds. Its Acquire waits while another owner holds the write lock
 // (and, with writer preference, while a writer waits). Under a write lease's
 // context of this lock it is admitted at once.
-func (l *Lock) Read() lease.Locker { return &l.read }
+func (l *Lock) Read() lease.Locker { return l.read }
 
 // Write is the write lock: held by one owner while no reader holds, except
 // for reads taken under its own lease's context. Under a read lease's context
 // (and no write lease) its methods return ErrUpgrade.
-func (l *Lock) Write() lease.Locker { return &l.write }
+func (l *Lock) Write() lease.Locker { return l.write }
 
 // IsLocked reports whether anyone holds the lock, for read or write. It reads
 // through the client-side cache: no round trip while the cached answer
-// stands; for a moment after this Client's own acquire or release it may
-// report the state from before.
-func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.read.IsLocked(ctx) }
+// stands; it can lag a write to the lock by a few milliseconds, this
+// Client's or another's.
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.read.e.IsLocked(ctx) }
+
+// HoldCount is how many leases on this lock the context carries for its
+// owner, read and write together: the write lease's count (1 plus its
+// reentrant write leases) plus the read lease's (1 plus its reentrant reads).
+// 0 when ctx carries no lease of this lock from this Client. It costs no
+// round trip.
+func (l *Lock) HoldCount(ctx context.Context) (int, error) {
+	w, err := l.write.e.HoldCount(ctx)
+	if err != nil {
+		return 0, err
+	}
+	r, err := l.read.e.HoldCount(ctx)
+	return w + r, err
+}
 
 // RemainTTL is how long the lock still lives unless renewed: the writer's
 // lease, or the longest live read hold's. 0 when the lock is free, -1ns when
 // it is held with no expiry.
-func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) { return l.read.RemainTTL(ctx) }
+func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) { return l.read.e.RemainTTL(ctx) }
 
 // ForceRelease deletes the lock whoever holds it, for read or write, and
 // wakes every waiter, for operators. It reports whether there was a lock to
 // delete. The holders learn of the loss at their next renewal.
 func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
-	if err := l.read.Check(); err != nil {
+	rc, err := l.read.e.Redis("force-release")
+	if err != nil {
 		return false, err
 	}
-	return script.ForceReleaseRW(ctx, l.read.Client.Redis(), l.read.Name)
+	ok, err := script.ForceReleaseRW(ctx, rc, l.read.e.Name())
+	return ok, l.read.e.Fail("force-release", err)
 }
 
-// writer is the write lock: two engines on the same scope, one whose
-// attempts announce a waiting writer (writer preference) and one whose
-// attempts do not, for TryAcquire.
+// reader is the read lock.
+type reader struct {
+	bound
+	e *engine.Engine
+}
+
+var _ lease.Locker = (*reader)(nil)
+
+// Acquire blocks until a read lease is held or ctx is done. On failure it
+// returns a *lease.Error (wrapping ctx.Err() when ctx ended) and holds nothing.
+func (r *reader) Acquire(ctx context.Context) (*lease.Lease, error) { return r.e.Acquire(ctx) }
+
+// TryAcquire makes one attempt: a *lease.Error wrapping lease.ErrNotAcquired
+// when another owner holds the write lock.
+func (r *reader) TryAcquire(ctx context.Context) (*lease.Lease, error) { return r.e.TryAcquire(ctx) }
+
+// AcquireAsync starts Acquire in a goroutine the Client waits for on Close.
+func (r *reader) AcquireAsync(ctx context.Context) *lease.Future { return r.e.AcquireAsync(ctx) }
+
+// Name is the lock name.
+func (r *reader) Name() string { return r.e.Name() }
+
+// writer is the write lock.
 type writer struct {
-	wait  engine.Lock
-	try   engine.Lock
+	bound
+	e     *engine.Engine
 	reads scope
 }
 
 var _ lease.Locker = (*writer)(nil)
 
+// Name is the lock name.
+func (w *writer) Name() string { return w.e.Name() }
+
 // Acquire blocks until the write lock is held or ctx is done. On failure it
-// returns an error (wrapping ctx.Err() when ctx ended, ErrUpgrade under a read lease)
-// and holds nothing.
+// returns a *lease.Error (wrapping ctx.Err() when ctx ended, ErrUpgrade under
+// a read lease) and holds nothing.
 func (w *writer) Acquire(ctx context.Context) (*lease.Lease, error) {
-	if err := w.upgrade(ctx); err != nil {
+	if err := w.upgrade(ctx, "acquire"); err != nil {
 		return nil, err
 	}
-	return w.wait.Acquire(ctx)
+	return w.e.Acquire(ctx)
 }
 
-// TryAcquire makes one attempt: an error wrapping lease.ErrNotAcquired when
-// another owner holds the lock, for read or write.
+// TryAcquire makes one attempt: a *lease.Error wrapping lease.ErrNotAcquired
+// when another owner holds the lock, for read or write.
 func (w *writer) TryAcquire(ctx context.Context) (*lease.Lease, error) {
-	if err := w.upgrade(ctx); err != nil {
+	if err := w.upgrade(ctx, "try-acquire"); err != nil {
 		return nil, err
 	}
-	return w.try.TryAcquire(ctx)
+	return w.e.TryAcquire(ctx)
 }
 
 // AcquireAsync starts Acquire in a goroutine the Client waits for on Close.
 func (w *writer) AcquireAsync(ctx context.Context) *lease.Future {
-	f, run := lease.NewFuture(ctx, w.Acquire)
-	if w.wait.Client == nil || !w.wait.Client.Go(run) {
-		run() // fails at once: invalid, or the Client is closed
+	if err := w.upgrade(ctx, "acquire"); err != nil {
+		f, run := core.NewFuture(ctx, func(context.Context) (*lease.Lease, error) { return nil, err })
+		run()
+		return f
 	}
-	return f
+	return w.e.AcquireAsync(ctx)
 }
 
 // upgrade refuses a write asked for under a read lease of this lock, unless
 // ctx carries a write lease too (then it is a reentrant write).
-func (w *writer) upgrade(ctx context.Context) error {
-	name := w.wait.Name
-	if lease.HoldFrom(ctx, w.reads, name) != nil && lease.HoldFrom(ctx, w.wait.Scope, name) == nil {
-		return fmt.Errorf("%w: %s", ErrUpgrade, name)
+func (w *writer) upgrade(ctx context.Context, op string) error {
+	name := w.e.Name()
+	if core.HoldFrom(ctx, w.reads, name) != nil && core.HoldFrom(ctx, w.e.Scope(), name) == nil {
+		return &lease.Error{Op: op, Name: name, Err: ErrUpgrade}
 	}
 	return nil
 }

@@ -126,4 +126,4 @@ func exists(t *testing.T, srv *redistest.Server, key string) bool {
 	return n == 1
 }
 
-func waiters(c *leasehold.Client) int { return c.Hub().Stats().Waiters }
+func waiters(c *leasehold.Client) int { return c.Stats().Waiters }

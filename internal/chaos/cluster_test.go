@@ -57,7 +57,7 @@ func TestCluster(t *testing.T) {
 					t.Fatalf("Acquire: %v", err)
 				}
 				f := p.rival(other, name).AcquireAsync(ctx)
-				eventually(t, 10*time.Second, "the rival waiting", func() bool { return other.Hub().Stats().Waiters == 1 })
+				eventually(t, 10*time.Second, "the rival waiting", func() bool { return other.Stats().Waiters == 1 })
 				first := ls.Deadline()
 				eventually(t, 5*time.Second, "a renewal", func() bool { return ls.Deadline().After(first) })
 				slot := cl.KeySlot(name)
@@ -132,7 +132,7 @@ func TestCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := lock(other).AcquireAsync(ctx)
-		eventually(t, 10*time.Second, "the rival waiting", func() bool { return other.Hub().Stats().Waiters == 1 })
+		eventually(t, 10*time.Second, "the rival waiting", func() bool { return other.Stats().Waiters == 1 })
 		if err := ls.Release(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -111,7 +111,7 @@ func TestReplicaFailover(t *testing.T) {
 		link.Cut()
 		c := open(t, primary.Option(), leasehold.WithWatchdog(watchdog), leasehold.WithReplicas(1, 200*time.Millisecond))
 		_, err := rlock.New(c, "unsynced").Acquire(ctx)
-		if !errors.Is(err, leasehold.ErrNotReplicated) || !errors.Is(err, lease.ErrNotAcquired) {
+		if !errors.Is(err, lease.ErrNotReplicated) || !errors.Is(err, lease.ErrNotAcquired) {
 			t.Fatalf("Acquire = %v, want ErrNotReplicated and ErrNotAcquired", err)
 		}
 		t.Logf("error: %v", err)

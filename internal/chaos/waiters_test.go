@@ -122,7 +122,7 @@ func TestWaitersWakeAfterBrokenConnection(t *testing.T) {
 				}
 				subscribed := func() bool {
 					chans, _ := srv.Do("PUBSUB", "CHANNELS", "*").AsStrSlice()
-					return waiters.Hub().Stats().Waiters == n && len(chans) == subs
+					return waiters.Stats().Waiters == n && len(chans) == subs
 				}
 				eventually(t, 10*time.Second, "waiters subscribed", subscribed)
 				var killed int64
@@ -198,7 +198,7 @@ func TestWaitersRESP2KilledSubscriber(t *testing.T) {
 	}()
 	eventually(t, 10*time.Second, "the waiter subscribed", func() bool {
 		chans, _ := srv.Do("PUBSUB", "CHANNELS", "*").AsStrSlice()
-		return waiters.Hub().Stats().Waiters == 1 && len(chans) == 1
+		return waiters.Stats().Waiters == 1 && len(chans) == 1
 	})
 	if killWaiters(t, srv, true) != 1 {
 		t.Fatal("CLIENT KILL TYPE pubsub did not kill the RESP2 subscriber connection")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/fairqueue"
+	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/quorum"
 	"github.com/leasehold/leasehold/rlock"
@@ -122,7 +123,7 @@ func RunWorker(cfg WorkerConfig) error {
 	var wg sync.WaitGroup
 	for g := 0; g < cfg.Goroutines; g++ {
 		wg.Go(func() {
-			w := &goroutine{cfg: cfg, holder: cfg.Process + "/g" + strconv.Itoa(g), locker: cfg.locker(cs),
+			w := &goroutine{cfg: cfg, holder: cfg.Process + "/g" + strconv.Itoa(g), locker: cfg.locker(cs, res),
 				resource: resource, emit: emit, stop: stop}
 			w.loop()
 		})
@@ -171,7 +172,7 @@ func clientOption(addr string) rueidis.ClientOption {
 }
 
 // locker makes the goroutine's lock.
-func (cfg WorkerConfig) locker(cs []*leasehold.Client) lease.Locker {
+func (cfg WorkerConfig) locker(cs []*leasehold.Client, res rueidis.Client) lease.Locker {
 	switch cfg.Kind {
 	case KindFair:
 		return fairqueue.New(cs[0], cfg.Name)
@@ -184,7 +185,7 @@ func (cfg WorkerConfig) locker(cs []*leasehold.Client) lease.Locker {
 		}
 		return quorum.RedLockWith(quorum.Config{NodeTimeout: cfg.NodeTimeout}, ms...)
 	case KindNone, KindNoneUnfenced:
-		return &noLock{rc: cs[0].Redis(), name: cfg.Name, unfenced: cfg.Kind == KindNoneUnfenced}
+		return &noLock{rc: res, name: cfg.Name, unfenced: cfg.Kind == KindNoneUnfenced}
 	}
 	return rlock.New(cs[0], cfg.Name)
 }
@@ -317,7 +318,7 @@ func (n *noLock) Acquire(ctx context.Context) (*lease.Lease, error) {
 			return nil, err
 		}
 	}
-	h := lease.NewHold(lease.HoldConfig{Name: n.name, Owner: "none", TTL: time.Hour,
+	h := core.NewHold(core.HoldConfig{Name: n.name, Owner: "none", TTL: time.Hour,
 		Release: func(context.Context, string, bool) error { return nil }})
 	return h.NewLease(ctx, tok)
 }
@@ -325,7 +326,7 @@ func (n *noLock) Acquire(ctx context.Context) (*lease.Lease, error) {
 func (n *noLock) TryAcquire(ctx context.Context) (*lease.Lease, error) { return n.Acquire(ctx) }
 
 func (n *noLock) AcquireAsync(ctx context.Context) *lease.Future {
-	f, run := lease.NewFuture(ctx, n.Acquire)
+	f, run := core.NewFuture(ctx, n.Acquire)
 	run()
 	return f
 }

@@ -1,74 +1,92 @@
-// Package engine is the acquisition loop shared by the lock packages: one
-// attempt, then waiting on the hub (unlock message, invalidation, the
-// holder's remaining TTL, ctx) between attempts, never on a fixed interval;
-// reentrancy through the context; the hold handed to the keeper; futures.
+// Package engine is the acquisition loop shared by the lock packages. Each
+// lock kind is a Protocol (its scripts); the Engine serves Acquire,
+// TryAcquire and AcquireAsync over it: one attempt, then waiting on the hub
+// (unlock message, invalidation, the holder's remaining TTL, ctx) between
+// attempts, never on a fixed interval; reentrancy through the context; the
+// hold handed to the keeper; futures; and every failure as a *lease.Error.
 package engine
 
 import (
 	"context"
 	"errors"
-	"fmt"
+
 	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/redis/rueidis"
 
-	"github.com/leasehold/leasehold"
-	"github.com/leasehold/leasehold/event"
+	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/script"
 )
 
-// Lock is one lock of one kind on one name. The lock packages fill it in and
-// forward Acquire, TryAcquire and AcquireAsync to it.
-type Lock struct {
-	Client *leasehold.Client
-	Name   string
-	// Scope tells lock kinds apart for reentrancy (a comparable value per kind).
-	Scope  any
-	Config leasehold.LockConfig
+// The operations an Engine reports in its errors.
+const (
+	opAcquire    = "acquire"
+	opTryAcquire = "try-acquire"
+)
 
-	// Channel is where a release is published; WaitChannel, when set, gives
-	// each owner its own channel instead (fairqueue wakes only the head).
-	Channel     string
-	WaitChannel func(owner string) string
-	// Key is the lock key, whose invalidation wakes waiters; "" for none.
-	Key string
+// Engine is one lock of one kind on one name: the Protocol of its kind, run
+// on a Client. The lock packages embed it and declare the methods users call.
+type Engine struct {
+	client *core.Client // nil when the lock was made with a nil Client
+	name   string
+	scope  any // tells lock kinds apart for reentrancy (comparable)
+	cfg    core.LockConfig
+	proto  Protocol
+	clock  clock
+	watch  watcher
+}
 
-	// Try makes one attempt for owner with lease ttl.
-	Try func(ctx context.Context, owner string, ttl time.Duration) (script.Grant, error)
-	// Release gives up one hold of owner, or all; it returns an error
-	// wrapping lease.ErrNotHeld when owner held nothing.
-	Release func(ctx context.Context, owner, requestID string, all bool) error
-	// Renewal is the keeper's renewal of owner's watchdog lease.
-	Renewal func(owner string, ttl time.Duration) *lease.Renewal
-	// Abandon, when set, undoes what an owner that stops waiting leaves
-	// behind besides a hold (fairqueue: its place in the queue).
-	Abandon func(ctx context.Context, owner string) error
-	// OwnerFrom, when set, picks the owner of a fresh acquisition from ctx
-	// (rw: a read lock taken under a write lease uses the writer's owner).
-	OwnerFrom func(ctx context.Context) (string, bool)
+// New returns the engine of the lock name on c, of the kind p, configured by
+// cfg. scope must be comparable: leases re-enter only locks of the same scope
+// and name. c may be nil: every call then fails with lease.ErrInvalid.
+func New(c *core.Client, name string, scope any, cfg core.LockConfig, p Protocol) *Engine {
+	e := &Engine{client: c, name: name, scope: scope, cfg: cfg, proto: p, clock: realClock{}}
+	if c != nil {
+		e.watch = hubWatcher{c.Hub()}
+	}
+	return e
+}
+
+// Name is the lock name.
+func (e *Engine) Name() string { return e.name }
+
+// Config is the lock's configuration.
+func (e *Engine) Config() core.LockConfig { return e.cfg }
+
+// Scope is the lock's reentrancy scope.
+func (e *Engine) Scope() any { return e.scope }
+
+// clients is the Client the lock runs on, for locks made of other locks
+// (see Group).
+func (e *Engine) clients() []*core.Client {
+	if e.client == nil {
+		return nil
+	}
+	return []*core.Client{e.client}
 }
 
 // Check reports bad input (a nil client, an empty name, an invalid option)
-// and a closed Client.
-func (l *Lock) Check() error {
+// and a closed Client, as the error of operation op.
+func (e *Engine) Check(op string) error {
+	fail := func(format string, args ...any) error { return core.Errorf(op, e.name, format, args...) }
 	switch {
-	case l.Client == nil:
-		return fmt.Errorf("%w: nil client", lease.ErrInvalid)
-	case l.Name == "":
-		return fmt.Errorf("%w: empty lock name", lease.ErrInvalid)
-	case l.Config.Err != nil:
-		return fmt.Errorf("%w (lock %q)", l.Config.Err, l.Name)
-	case l.Client.Redis().Mode() == rueidis.ClientModeCluster && !oneSlot(l.Name):
+	case e.client == nil:
+		return fail("%w: nil client", lease.ErrInvalid)
+	case e.name == "":
+		return fail("%w: empty lock name", lease.ErrInvalid)
+	case e.cfg.Err != nil:
+		return fail("%w", e.cfg.Err)
+	case e.client.Redis() != nil && e.client.Redis().Mode() == rueidis.ClientModeCluster && !oneSlot(e.name):
 		// rueidis would panic building a script call whose keys lie in
 		// different slots; Redis would refuse it with CROSSSLOT.
-		return fmt.Errorf("%w: lock name %q cannot be used in Redis Cluster: its braces make no hash tag, "+
-			"so the keys derived from it lie in other slots; use a name with a non-empty {tag}, or no '}'", lease.ErrInvalid, l.Name)
+		return fail("%w: the name cannot be used in Redis Cluster: its braces make no hash tag, "+
+			"so the keys derived from it lie in other slots; use a name with a non-empty {tag}, or no '}'", lease.ErrInvalid)
 	}
-	if err := l.Client.Err(); err != nil {
-		return fmt.Errorf("%w (lock %s)", err, l.Name)
+	if err := e.client.Err(); err != nil {
+		return fail("%w", err)
 	}
 	return nil
 }
@@ -97,87 +115,85 @@ func hashed(key string) string {
 }
 
 // Acquire blocks until the lock is held or ctx is done. On failure it returns
-// an error naming the lock (wrapping ctx.Err() when ctx ended) and holds
-// nothing.
-func (l *Lock) Acquire(ctx context.Context) (*lease.Lease, error) { return l.acquire(ctx, true) }
+// a *lease.Error (wrapping ctx.Err() when ctx ended) and holds nothing.
+func (e *Engine) Acquire(ctx context.Context) (*lease.Lease, error) {
+	return e.observed(ctx, opAcquire, true)
+}
 
-// TryAcquire makes one attempt: an error wrapping lease.ErrNotAcquired when
-// another owner holds the lock.
-func (l *Lock) TryAcquire(ctx context.Context) (*lease.Lease, error) { return l.acquire(ctx, false) }
+// TryAcquire makes one attempt: a *lease.Error wrapping lease.ErrNotAcquired
+// when another owner holds the lock.
+func (e *Engine) TryAcquire(ctx context.Context) (*lease.Lease, error) {
+	return e.observed(ctx, opTryAcquire, false)
+}
 
 // AcquireAsync starts Acquire in a goroutine the Client waits for on Close.
-func (l *Lock) AcquireAsync(ctx context.Context) *lease.Future {
-	f, run := lease.NewFuture(ctx, l.Acquire)
-	if l.Client == nil || !l.Client.Go(run) {
-		run() // fails at once: invalid, or the Client is closed
+func (e *Engine) AcquireAsync(ctx context.Context) *lease.Future {
+	if e.client == nil {
+		f, run := core.NewFuture(ctx, e.Acquire)
+		run() // fails at once: no client
+		return f
 	}
-	return f
+	return Async(ctx, e.Acquire, e.clients())
 }
 
-func (l *Lock) acquire(ctx context.Context, wait bool) (*lease.Lease, error) {
-	if o := l.Config.Observer; o != nil {
-		start := time.Now()
-		ls, err := l.acquireUnobserved(ctx, wait)
-		e := lease.Event{Kind: lease.Acquired, Name: l.Name, Waited: time.Since(start), Err: err}
-		if ls != nil {
-			e.Owner, e.Token = ls.Owner(), ls.Token()
-		} else {
-			e.Kind = lease.Abandoned
-		}
-		o.Observe(e)
-		return ls, err
+func (e *Engine) observed(ctx context.Context, op string, wait bool) (*lease.Lease, error) {
+	o := e.cfg.Observer
+	if o == nil {
+		return e.acquire(ctx, op, wait)
 	}
-	return l.acquireUnobserved(ctx, wait)
+	start := time.Now()
+	ls, err := e.acquire(ctx, op, wait)
+	ev := lease.Event{Kind: lease.Acquired, Name: e.name, Waited: time.Since(start), Err: err}
+	if ls != nil {
+		ev.Owner, ev.Token = ls.Owner(), ls.Token()
+	} else {
+		ev.Kind = lease.Abandoned
+	}
+	o.Observe(ev)
+	return ls, err
 }
 
-func (l *Lock) acquireUnobserved(ctx context.Context, wait bool) (*lease.Lease, error) {
-	if err := l.Check(); err != nil {
+func (e *Engine) acquire(ctx context.Context, op string, wait bool) (*lease.Lease, error) {
+	if err := e.Check(op); err != nil {
 		return nil, err
 	}
 	if ctx.Err() != nil {
-		return nil, l.ctxErr(ctx, nil)
+		return nil, e.ctxErr(ctx, op, nil)
 	}
-	if h := lease.HoldFrom(ctx, l.Scope, l.Name); h != nil {
-		return l.reenter(ctx, h)
+	if h := core.HoldFrom(ctx, e.scope, e.name); h != nil {
+		return e.reenter(ctx, op, h)
 	}
-	owner := l.owner(ctx)
-	ls, g, err := l.attempt(ctx, owner)
-	if ls != nil || (err != nil && !transient(err)) {
+	owner := e.owner(ctx)
+	ls, g, err := e.attempt(ctx, op, owner, wait)
+	if ls != nil || (err != nil && !core.Transient(err)) {
 		return ls, err
 	}
 	if !wait {
 		if err != nil {
-			return nil, fmt.Errorf("lease: %s: %w", l.Name, err)
+			return nil, core.Errorf(op, e.name, "%w", err)
 		}
-		return nil, fmt.Errorf("%w: %s", lease.ErrNotAcquired, l.Name)
+		return nil, core.Errorf(op, e.name, "%w", lease.ErrNotAcquired)
 	}
 	if err != nil {
-		owner = l.owner(ctx) // the first is being undone: see attempt
+		owner = e.owner(ctx) // the first is being undone: see attempt
 	}
-	return l.wait(ctx, owner, g, err)
+	return e.wait(ctx, op, owner, g, err)
 }
 
 // owner picks the owner of a fresh acquisition.
-func (l *Lock) owner(ctx context.Context) string {
-	if l.OwnerFrom != nil {
-		if o, ok := l.OwnerFrom(ctx); ok {
-			return o
-		}
-	}
-	return l.Client.NewOwner()
-}
+func (e *Engine) owner(context.Context) string { return e.client.NewOwner() }
 
 // wait runs attempts until one holds the lock, each after a wake-up, the
 // holder's remaining TTL, or a backoff after a Redis error.
-func (l *Lock) wait(ctx context.Context, owner string, g script.Grant, err error) (*lease.Lease, error) {
-	w, werr := l.watch(owner)
+func (e *Engine) wait(ctx context.Context, op, owner string, g script.Grant, err error) (*lease.Lease, error) {
+	w, werr := e.register(op, owner)
 	if werr != nil {
 		return nil, werr
 	}
 	held, passOn := false, false
 	defer func() {
 		if !held {
-			l.abandon(owner)
+			e.abandon(owner)
 		}
 		if w != nil {
 			w.Leave(!held && passOn)
@@ -188,43 +204,45 @@ func (l *Lock) wait(ctx context.Context, owner string, g script.Grant, err error
 	b.InitialInterval = 10 * time.Millisecond
 	b.MaxInterval = time.Second
 	b.MaxElapsedTime = 0
-	timer := time.NewTimer(l.pause(g, err, b))
-	defer timer.Stop()
+	b.Reset() // the first interval was set from the defaults
+	t := e.clock.NewTimer(e.pause(g, err, b))
+	defer t.Stop()
 	ready := w.Ready()
 	lastErr := err
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, l.ctxErr(ctx, lastErr)
-		case <-l.Client.Context().Done():
-			return nil, l.Check()
+			return nil, e.ctxErr(ctx, op, lastErr)
+		case <-e.client.Context().Done():
+			return nil, e.Check(op)
 		case <-ready:
 			// Subscribed: releases from now on will be heard, but one may
 			// have slipped in since the last attempt, so try once more.
 			ready = nil
 		case <-w.C():
-		case <-timer.C:
+		case <-t.C():
 		}
-		ls, g, err := l.attempt(ctx, owner)
+		ls, g, err := e.attempt(ctx, op, owner, true)
 		switch {
 		case ls != nil:
 			held = true
 			return ls, nil
-		case err != nil && !transient(err):
+		case err != nil && !core.Transient(err):
 			return nil, err
 		case err != nil && ctx.Err() != nil:
 			passOn = true // our attempt may have been the one a wake-up was for
-			return nil, l.ctxErr(ctx, err)
+			return nil, e.ctxErr(ctx, op, err)
 		case err != nil:
 			lastErr = err
 			// The undo of that attempt releases whatever its owner holds,
 			// so a later attempt under the same owner could win a lock
 			// the undo then frees: go on under a new owner. (A fair
 			// lock's waiter so rejoins the queue at its tail.)
-			owner = l.owner(ctx)
-			if l.WaitChannel != nil {
+			prev := owner
+			owner = e.owner(ctx)
+			if ch, _ := e.proto.Wakeup(owner); ch != e.channel(prev) {
 				w.Leave(false)
-				if w, werr = l.watch(owner); werr != nil {
+				if w, werr = e.register(op, owner); werr != nil {
 					w = nil
 					return nil, werr
 				}
@@ -236,26 +254,30 @@ func (l *Lock) wait(ctx context.Context, owner string, g script.Grant, err error
 			// Track errors are not fatal: the TTL timer still runs.
 			_ = w.Track(ctx)
 		}
-		timer.Reset(l.pause(g, err, b))
+		t.Reset(e.pause(g, err, b))
 	}
 }
 
-// watch registers a waiter for owner's wake-ups.
-func (l *Lock) watch(owner string) (*event.Waiter, error) {
-	channel := l.Channel
-	if l.WaitChannel != nil {
-		channel = l.WaitChannel(owner)
-	}
-	w, err := l.Client.Hub().Watch(channel, l.Key)
+func (e *Engine) channel(owner string) string {
+	ch, _ := e.proto.Wakeup(owner)
+	return ch
+}
+
+// register registers a waiter for owner's wake-ups.
+func (e *Engine) register(op, owner string) (waiter, error) {
+	w, err := e.watch.Watch(e.proto.Wakeup(owner))
 	if err != nil {
-		return nil, l.Check()
+		if cerr := e.Check(op); cerr != nil {
+			return nil, cerr
+		}
+		return nil, core.Errorf(op, e.name, "%w", err)
 	}
 	return w, nil
 }
 
 // pause is how long to wait for a wake-up before trying again: the holder's
 // remaining lease, or a backoff after an error.
-func (l *Lock) pause(g script.Grant, err error, b backoff.BackOff) time.Duration {
+func (e *Engine) pause(g script.Grant, err error, b backoff.BackOff) time.Duration {
 	switch {
 	case err != nil:
 		return b.NextBackOff()
@@ -266,47 +288,48 @@ func (l *Lock) pause(g script.Grant, err error, b backoff.BackOff) time.Duration
 	default:
 		// No expiry known (a key without TTL): wait for a message, but not
 		// for ever.
-		return l.Config.TTL()
+		return e.cfg.TTL()
 	}
 }
 
 // attempt makes one try for owner and turns a success into a Lease. After a
 // try whose outcome is unknown (a transport error), the owner belongs to the
 // undo running in the background: the caller must not try under it again.
-func (l *Lock) attempt(ctx context.Context, owner string) (*lease.Lease, script.Grant, error) {
-	ttl := l.Config.TTL()
+func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lease.Lease, script.Grant, error) {
+	ttl := e.cfg.TTL()
 	sent := time.Now()
-	g, err := l.Try(ctx, owner, ttl)
+	g, err := e.proto.Try(ctx, owner, wait)
 	if err != nil {
-		if transient(err) {
+		if core.Transient(err) {
 			// The script may have run though its reply was lost: undo
 			// whatever it may have taken, without making the caller wait.
-			l.cleanup(owner)
+			e.cleanup(owner)
+			return nil, g, err
 		}
-		return nil, g, err
+		return nil, g, e.redisErr(op, err)
 	}
 	if !g.Acquired {
 		return nil, g, nil
 	}
-	if l.Config.Replicas > 0 {
-		if err := l.replicate(ctx, owner, ttl); err != nil {
-			l.releaseNow(owner)
+	if e.cfg.Replicas > 0 {
+		if err := e.replicate(ctx, op, owner); err != nil {
+			e.releaseNow(owner)
 			return nil, g, err
 		}
 	}
-	h := lease.NewHold(lease.HoldConfig{
-		Name:     l.Name,
+	h := core.NewHold(core.HoldConfig{
+		Name:     e.name,
 		Owner:    owner,
-		Scope:    l.Scope,
+		Scope:    e.scope,
 		TTL:      ttl,
-		Observer: l.Config.Observer,
-		Renew:    l.renewal(owner, ttl),
+		Observer: e.cfg.Observer,
+		Renew:    e.renewal(owner),
 		Release: func(ctx context.Context, id string, all bool) error {
-			return l.Release(ctx, owner, id, all)
+			return e.release(ctx, owner, id, all)
 		},
 	})
-	if err := l.Client.Keeper().Track(h, sent); err != nil {
-		l.releaseNow(owner)
+	if err := e.client.Keeper().Track(h, sent); err != nil {
+		e.releaseNow(owner)
 		return nil, g, err
 	}
 	ls, err := h.NewLease(ctx, g.Token)
@@ -316,29 +339,61 @@ func (l *Lock) attempt(ctx context.Context, owner string) (*lease.Lease, script.
 		// than the lease less its drift margin).
 		cause := h.Err()
 		if errors.Is(cause, lease.ErrClosed) {
-			return nil, g, cause
+			return nil, g, core.Errorf(op, e.name, "%w", lease.ErrClosed)
 		}
-		return nil, g, fmt.Errorf("%w: %s: the lease (%v) ran out before the acquisition returned: %w", lease.ErrNotAcquired, l.Name, ttl, cause)
+		return nil, g, core.Errorf(op, e.name, "%w: the lease (%v) ran out before the acquisition returned: %w",
+			lease.ErrNotAcquired, ttl, cause)
 	}
 	return ls, g, nil
 }
 
-// replicate waits until Config.Replicas replicas have owner's new hold
-// (WithReplicas), and returns an error wrapping leasehold.ErrNotReplicated
-// when fewer acknowledge it in time. WAIT counts the writes of the
-// connection it runs on, and rueidis runs WAIT, a blocking command, on a
-// dedicated connection rather than the one that ran the acquire script. So
-// the hold is written once more on that connection, by the renewal script
-// (which only re-applies the lease), and WAIT follows it in one pipeline:
-// replicas apply the primary's writes in order, so one that acknowledges the
-// renewal has the acquisition too.
-func (l *Lock) replicate(ctx context.Context, owner string, ttl time.Duration) error {
-	n, timeout := l.Config.Replicas, l.Config.ReplicaTimeout
-	if l.Renewal == nil {
-		return fmt.Errorf("%w: %s: %w: the lock has no renewal script to wait on", lease.ErrNotAcquired, l.Name, leasehold.ErrNotReplicated)
+// release runs the protocol's release and turns "not held" into an error
+// wrapping lease.ErrNotHeld.
+func (e *Engine) release(ctx context.Context, owner, id string, all bool) error {
+	n, err := e.proto.Release(ctx, owner, id, all)
+	switch {
+	case err != nil && !core.Transient(err):
+		return e.redisErr("release", err)
+	case err != nil:
+		return err
+	case n == script.NotHeld:
+		return lease.ErrNotHeld
 	}
-	r := l.Renewal(owner, ttl)
-	rc := l.Client.Redis()
+	return nil
+}
+
+// redisErr is the error of operation op that Redis refused with an error
+// reply: it wraps lease.ErrRedis and the reply, and names the lock.
+func (e *Engine) redisErr(op string, err error) error {
+	var le *lease.Error
+	if errors.As(err, &le) {
+		return err
+	}
+	if _, ok := rueidis.IsRedisErr(err); ok {
+		return core.Errorf(op, e.name, "%w: %w", lease.ErrRedis, err)
+	}
+	return core.Errorf(op, e.name, "%w", err)
+}
+
+// replicate waits until cfg.Replicas replicas have owner's new hold
+// (WithReplicas), and returns an error wrapping lease.ErrNotReplicated when
+// fewer acknowledge it in time. WAIT counts the writes of the connection it
+// runs on, and rueidis runs WAIT, a blocking command, on a dedicated
+// connection rather than the one that ran the acquire script. So the hold is
+// written once more on that connection, by the renewal script (which only
+// re-applies the lease), and WAIT follows it in one pipeline: replicas apply
+// the primary's writes in order, so one that acknowledges the renewal has the
+// acquisition too.
+func (e *Engine) replicate(ctx context.Context, op, owner string) error {
+	n, timeout := e.cfg.Replicas, e.cfg.ReplicaTimeout
+	fail := func(format string, args ...any) error {
+		return core.Errorf(op, e.name, "%w: %w: "+format, append([]any{lease.ErrNotAcquired, lease.ErrNotReplicated}, args...)...)
+	}
+	r := e.proto.Renewal(owner)
+	if r == nil {
+		return fail("the lock has no renewal script to wait on")
+	}
+	rc := e.client.Redis()
 	// EVAL, not EVALSHA: after a NOSCRIPT (a new primary after a failover
 	// has no scripts) the WAIT pipelined behind it would wait for nothing,
 	// and the renewal sent after it could come too late.
@@ -352,73 +407,74 @@ func (l *Lock) replicate(ctx context.Context, owner string, ttl time.Duration) e
 		acked, err = res[1].AsInt64()
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w: %v", lease.ErrNotAcquired, l.Name, leasehold.ErrNotReplicated, err)
+		return fail("%v", err)
 	}
 	if acked < int64(n) {
-		return fmt.Errorf("%w: %s: %w: %d of %d replicas acknowledged the acquisition within %v; released",
-			lease.ErrNotAcquired, l.Name, leasehold.ErrNotReplicated, acked, n, timeout)
+		return fail("%d of %d replicas acknowledged the acquisition within %v; released", acked, n, timeout)
 	}
 	return nil
 }
 
-func (l *Lock) renewal(owner string, ttl time.Duration) *lease.Renewal {
-	if !l.Config.Renewed() || l.Renewal == nil {
+// renewal is the keeper's renewal of owner's hold: nil for a fixed lease.
+func (e *Engine) renewal(owner string) *core.Renewal {
+	if !e.cfg.Renewed() {
 		return nil
 	}
-	return l.Renewal(owner, ttl)
+	return e.proto.Renewal(owner)
 }
 
 // reenter takes the lock again for the owner of h, a hold the caller's
 // context carries.
-func (l *Lock) reenter(ctx context.Context, h *lease.Hold) (*lease.Lease, error) {
-	g, err := l.Try(ctx, h.Owner(), l.Config.TTL())
+func (e *Engine) reenter(ctx context.Context, op string, h *core.Hold) (*lease.Lease, error) {
+	g, err := e.proto.Try(ctx, h.Owner(), false)
 	if err != nil {
-		return nil, fmt.Errorf("lease: %s: reentrant acquire: %w", l.Name, err)
+		return nil, core.Errorf(op, e.name, "reentrant acquire: %w", e.redisErr(op, err))
 	}
 	if !g.Acquired {
-		cause := fmt.Errorf("%w: %s: reentrant acquire found the lock held by another owner", lease.ErrLost, l.Name)
+		cause := core.Errorf("hold", e.name, "%w: reentrant acquire found the lock held by another owner", lease.ErrLost)
 		h.Lose(cause)
-		return nil, cause
+		return nil, core.Errorf(op, e.name, "%w", cause)
 	}
 	return h.NewLease(ctx, g.Token)
 }
 
 // cleanup undoes, in the background, an attempt whose outcome is unknown.
-func (l *Lock) cleanup(owner string) {
-	l.Client.Go(func() {
-		ctx, cancel := context.WithTimeout(l.Client.Context(), l.Config.TTL())
+func (e *Engine) cleanup(owner string) {
+	e.client.Go(func() {
+		ctx, cancel := context.WithTimeout(e.client.Context(), e.cfg.TTL())
 		defer cancel()
-		l.undo(ctx, owner)
+		e.undo(ctx, owner)
 	})
 }
 
 // releaseNow undoes a won attempt that cannot be kept, before returning.
-func (l *Lock) releaseNow(owner string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+func (e *Engine) releaseNow(owner string) {
+	ctx, cancel := context.WithTimeout(context.Background(), core.ReleaseTimeout)
 	defer cancel()
-	l.undo(ctx, owner)
+	e.undo(ctx, owner)
 }
 
 // abandon undoes what a waiter leaves behind besides a hold (its place in a
 // queue), in the background.
-func (l *Lock) abandon(owner string) {
-	if l.Abandon == nil {
+func (e *Engine) abandon(owner string) {
+	a, ok := e.proto.(Abandoner)
+	if !ok {
 		return
 	}
-	l.Client.Go(func() {
-		ctx, cancel := context.WithTimeout(l.Client.Context(), l.Config.TTL())
+	e.client.Go(func() {
+		ctx, cancel := context.WithTimeout(e.client.Context(), e.cfg.TTL())
 		defer cancel()
-		retry(ctx, func() error { return l.Abandon(ctx, owner) })
+		retry(ctx, func() error { return a.Abandon(ctx, owner) })
 	})
 }
 
-func (l *Lock) undo(ctx context.Context, owner string) {
-	if l.Abandon != nil {
-		retry(ctx, func() error { return l.Abandon(ctx, owner) })
+func (e *Engine) undo(ctx context.Context, owner string) {
+	if a, ok := e.proto.(Abandoner); ok {
+		retry(ctx, func() error { return a.Abandon(ctx, owner) })
 	}
-	id := lease.NewRequestID()
+	id := core.NewRequestID()
 	retry(ctx, func() error {
-		if err := l.Release(ctx, owner, id, true); !errors.Is(err, lease.ErrNotHeld) {
+		if err := e.release(ctx, owner, id, true); !errors.Is(err, lease.ErrNotHeld) {
 			return err
 		}
 		return nil
@@ -431,29 +487,26 @@ func retry(ctx context.Context, op func() error) {
 	b.InitialInterval = 20 * time.Millisecond
 	b.MaxInterval = time.Second
 	b.MaxElapsedTime = 0
+	b.Reset() // the first interval was set from the defaults
 	_ = backoff.Retry(op, backoff.WithContext(b, ctx))
-}
-
-// transient reports whether err may pass: a transport failure or a context
-// ending, after which the script may or may not have run. A Redis error reply
-// (a script error, WRONGTYPE) is not transient, nor are replicas that did not
-// acknowledge an acquisition (it was released; waiting would not bring them).
-func transient(err error) bool {
-	if err == nil {
-		return false
-	}
-	if _, ok := rueidis.IsRedisErr(err); ok {
-		return false
-	}
-	return !errors.Is(err, lease.ErrInvalid) && !errors.Is(err, lease.ErrClosed) &&
-		!errors.Is(err, leasehold.ErrNotReplicated)
 }
 
 // ctxErr is the error of an acquisition whose ctx ended: it wraps ctx.Err()
 // and names the lock, and the last attempt's error if there was one.
-func (l *Lock) ctxErr(ctx context.Context, last error) error {
+func (e *Engine) ctxErr(ctx context.Context, op string, last error) error {
 	if last != nil && !errors.Is(last, ctx.Err()) {
-		return fmt.Errorf("lease: %s: %w (last attempt: %v)", l.Name, ctx.Err(), last)
+		return core.Errorf(op, e.name, "%w (last attempt: %v)", ctx.Err(), last)
 	}
-	return fmt.Errorf("lease: %s: %w", l.Name, ctx.Err())
+	return core.Errorf(op, e.name, "%w", ctx.Err())
+}
+
+// Async starts acquire in a goroutine that the Close of every Client in cs
+// waits for, and returns its Future. Once one of them is closed the attempt
+// runs at once, before Async returns, and fails.
+func Async(ctx context.Context, acquire func(context.Context) (*lease.Lease, error), cs []*core.Client) *lease.Future {
+	f, run := core.NewFuture(ctx, acquire)
+	if !goJoined(cs, run) {
+		run()
+	}
+	return f
 }

@@ -6,51 +6,60 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/internal/core"
 )
 
-// Redis is the Client's rueidis client, or the error Check reports.
-func (l *Lock) Redis() (rueidis.Client, error) {
-	if err := l.Check(); err != nil {
+// Redis is the Client's rueidis client for operation op, or the error Check
+// reports.
+func (e *Engine) Redis(op string) (rueidis.Client, error) {
+	if err := e.Check(op); err != nil {
 		return nil, err
 	}
-	return l.Client.Redis(), nil
+	return e.client.Redis(), nil
+}
+
+// Fail returns err, a Redis reply or transport error of operation op, as the
+// lock's *lease.Error; nil stays nil.
+func (e *Engine) Fail(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return e.redisErr(op, err)
 }
 
 // IsLocked reports whether the lock hash holds any field, reading through the
-// client-side cache: no round trip while the cached answer stands. For a
-// moment after this Client's own write to the lock it may report the state
-// from before: Redis sends a client the invalidation of its own write just
-// after the write's reply.
-func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	rc, err := l.Redis()
+// client-side cache: no round trip while the cached answer stands. The
+// answer can lag a write to the lock by a few milliseconds, this Client's own
+// or another's: Redis sends the invalidation just after the write.
+func (e *Engine) IsLocked(ctx context.Context) (bool, error) {
+	rc, err := e.Redis("inspect")
 	if err != nil {
 		return false, err
 	}
-	n, err := rc.DoCache(ctx, rc.B().Hlen().Key(l.Name).Cache(), time.Minute).AsInt64()
-	return n > 0, err
+	n, err := rc.DoCache(ctx, rc.B().Hlen().Key(e.name).Cache(), time.Minute).AsInt64()
+	return n > 0, e.Fail("inspect", err)
 }
 
 // HoldCount is the number of unreleased leases on the hold that ctx carries
 // for this lock; 0 when it carries none. It costs no round trip.
-func (l *Lock) HoldCount(ctx context.Context) (int, error) {
-	if err := l.Check(); err != nil {
+func (e *Engine) HoldCount(ctx context.Context) (int, error) {
+	if err := e.Check("inspect"); err != nil {
 		return 0, err
 	}
-	return lease.HoldFrom(ctx, l.Scope, l.Name).Leases(), nil
+	return core.HoldFrom(ctx, e.scope, e.name).Leases(), nil
 }
 
 // RemainTTL is the lock key's remaining time to live: 0 when the lock is
 // free, -1ns when it is held with no expiry.
-func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
-	rc, err := l.Redis()
+func (e *Engine) RemainTTL(ctx context.Context) (time.Duration, error) {
+	rc, err := e.Redis("inspect")
 	if err != nil {
 		return 0, err
 	}
-	ms, err := rc.Do(ctx, rc.B().Pttl().Key(l.Name).Build()).AsInt64()
+	ms, err := rc.Do(ctx, rc.B().Pttl().Key(e.name).Build()).AsInt64()
 	switch {
 	case err != nil:
-		return 0, err
+		return 0, e.Fail("inspect", err)
 	case ms == -2:
 		return 0, nil
 	case ms < 0:

@@ -1,0 +1,155 @@
+// Package core is the part of a leasehold Client that the lock packages run
+// on: the rueidis client, the owner ids, the event hub, the keeper that renews
+// leases and the holds it keeps, and the goroutines Close waits for. The root
+// package's Client wraps one; nothing below the lock kinds imports the root
+// package.
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/leasehold/leasehold/event"
+	"github.com/leasehold/leasehold/lease"
+)
+
+// closeTimeout bounds how long Close spends releasing the locks still held.
+const closeTimeout = 5 * time.Second
+
+// Options are a Client's settings, resolved from the root package's Options.
+type Options struct {
+	Watchdog       time.Duration
+	Observer       lease.Observer
+	Replicas       int
+	ReplicaTimeout time.Duration
+}
+
+// Client is the shared state of one leasehold Client.
+type Client struct {
+	rc     rueidis.Client
+	owned  bool // the root package created rc, so Close closes it
+	id     string
+	opts   Options
+	hub    *event.Hub
+	keeper *Keeper
+	seq    atomic.Uint64
+	ctx    context.Context // cancelled when Close begins
+	cancel context.CancelFunc
+
+	mu     sync.Mutex // orders Go against Close
+	closed bool
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+// NewClient returns a Client on rc. owned says whether Close closes rc;
+// tracking whether rc's invalidations reach the hub.
+func NewClient(rc rueidis.Client, owned, tracking bool, o Options) *Client {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Client{
+		rc:     rc,
+		owned:  owned,
+		id:     newUUID(),
+		opts:   o,
+		hub:    event.NewHub(rc, tracking),
+		keeper: NewKeeper(rc, o.Watchdog, WaitReplicas(o.Replicas, o.ReplicaTimeout)),
+		ctx:    ctx,
+		cancel: cancel,
+	}
+}
+
+// ID is the Client's unique id, a random UUID.
+func (c *Client) ID() string { return c.id }
+
+// Close reports every lease still held lost with lease.ErrClosed, releases
+// those locks (best effort, for at most closeTimeout), and returns once every
+// goroutine started through Go has ended. It may be called more than once.
+func (c *Client) Close() {
+	c.once.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		c.cancel()
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		c.keeper.Close(ctx)
+		cancel()
+		c.wg.Wait()
+		c.hub.Close()
+		if c.owned {
+			c.rc.Close()
+		}
+	})
+}
+
+// Err returns an error wrapping lease.ErrClosed once Close has begun, nil before.
+func (c *Client) Err() error {
+	if c.ctx.Err() != nil {
+		return fmt.Errorf("%w: client %s", lease.ErrClosed, c.id)
+	}
+	return nil
+}
+
+// Context is cancelled when Close begins.
+func (c *Client) Context() context.Context { return c.ctx }
+
+// Redis is the rueidis client.
+func (c *Client) Redis() rueidis.Client { return c.rc }
+
+// Hub is the event hub.
+func (c *Client) Hub() *event.Hub { return c.hub }
+
+// Keeper is the lease keeper.
+func (c *Client) Keeper() *Keeper { return c.keeper }
+
+// Options are the Client's settings.
+func (c *Client) Options() Options { return c.opts }
+
+// NewOwner returns a fresh owner field, CLIENT_ID:LEASE_ID, for one acquisition.
+func (c *Client) NewOwner() string {
+	var b [64]byte
+	return string(strconv.AppendUint(append(append(b[:0], c.id...), ':'), c.seq.Add(1), 10))
+}
+
+// Go runs f in a goroutine that Close waits for. It returns false, without
+// running f, once Close has begun.
+func (c *Client) Go(f func()) bool {
+	done, ok := c.Join()
+	if !ok {
+		return false
+	}
+	go func() {
+		defer done()
+		f()
+	}()
+	return true
+}
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// Join counts a goroutine that Close must wait for, started elsewhere (by a
+// lock made of other locks, which runs on several Clients). It returns false
+// once Close has begun; otherwise the caller calls done when the goroutine
+// ends.
+func (c *Client) Join() (done func(), ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, false
+	}
+	c.wg.Add(1)
+	return c.wg.Done, true
+}

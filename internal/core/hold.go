@@ -1,0 +1,439 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/leasehold/leasehold/internal/access"
+	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/script"
+)
+
+// ReleaseFunc gives up the owner's holds on Redis: one hold, or every hold
+// when all is set. requestID stays the same across retries of one release, so
+// the script can answer a retry from its latch. It returns an error wrapping
+// lease.ErrNotHeld when the owner held nothing.
+type ReleaseFunc func(ctx context.Context, requestID string, all bool) error
+
+// Renewal is the script the Keeper runs every round to extend a watchdog
+// hold. It must return 1 while the owner holds the lock and 0 once it does not.
+type Renewal struct {
+	Script *script.Script
+	Keys   []string
+	Args   []string
+}
+
+// HoldConfig describes a hold to NewHold.
+type HoldConfig struct {
+	// Name is the lock name; errors carry it.
+	Name string
+	// Owner is the owner field in Redis, CLIENT_ID:LEASE_ID.
+	Owner string
+	// Scope tells locks of different kinds apart for reentrancy: a Lease
+	// carries its hold in its context under (Scope, Name).
+	Scope any
+	// TTL is the lease time Redis was given.
+	TTL time.Duration
+	// Renew is the renewal of a watchdog lease; nil for a fixed lease, which
+	// runs out TTL after it was taken.
+	Renew *Renewal
+	// Release gives the holds up on Redis.
+	Release ReleaseFunc
+	// Observer, when set, hears of the hold's leases (see lease.Event).
+	Observer lease.Observer
+}
+
+type state int
+
+const (
+	held     state = iota // the owner holds the lock
+	lost                  // the hold is gone: renewal failed, it expired, or its Client closed
+	released              // every Lease on the hold was released
+)
+
+// closed is the Lost channel of a hold lost before anyone asked for it.
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// ReleaseTimeout bounds one Release: it is sent even when the caller's ctx
+// has ended, and retried under one request id until Redis answers or this
+// has passed.
+const ReleaseTimeout = 5 * time.Second
+
+// errReleased is the cause of a hold's context once every lease is released.
+var errReleased = fmt.Errorf("%w: released", lease.ErrNotHeld)
+
+// Hold is one owner's claim on a lock, shared by the Lease of the first
+// acquisition and the Leases of its reentrant acquisitions. The engine
+// creates it once an acquire script succeeded; users only meet it through
+// lease.Lease, whose access.Hold it is.
+//
+// Its context and Lost channel are made when first asked for: a lock taken
+// and released in a hot loop pays for neither.
+type Hold struct {
+	cfg HoldConfig
+
+	mu        sync.Mutex
+	state     state
+	err       error // why the hold was lost
+	leases    int   // Leases not yet released
+	releasing bool  // the last Lease's release is in flight: not renewed
+	timer     *time.Timer
+	deadline  time.Time
+	keeper    *Keeper
+	since     time.Time       // when the hold was made
+	ctx       context.Context // parent of the Leases' contexts, cancelled when the hold ends
+	cancel    context.CancelCauseFunc
+	lost      chan struct{}
+}
+
+var _ access.Hold = (*Hold)(nil)
+
+// NewHold returns a held Hold with no Lease yet. Hand it to Keeper.Track, then
+// create its first Lease with NewLease. cfg.Scope must be comparable.
+func NewHold(cfg HoldConfig) *Hold {
+	h := &Hold{cfg: cfg}
+	if cfg.Observer != nil {
+		h.since = time.Now()
+	}
+	return h
+}
+
+// Errorf returns the *lease.Error of operation op on the lock name.
+func Errorf(op, name, format string, args ...any) error {
+	return &lease.Error{Op: op, Name: name, Err: fmt.Errorf(format, args...)}
+}
+
+// observe tells the hold's observer, if any.
+func (h *Hold) observe(e lease.Event) {
+	if h.cfg.Observer != nil {
+		e.Name, e.Owner = h.cfg.Name, h.cfg.Owner
+		h.cfg.Observer.Observe(e)
+	}
+}
+
+// Name is the lock name.
+func (h *Hold) Name() string { return h.cfg.Name }
+
+// Owner is the owner field the hold has in Redis.
+func (h *Hold) Owner() string { return h.cfg.Owner }
+
+// Held reports whether the hold still stands: not lost, not fully released.
+func (h *Hold) Held() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.state == held
+}
+
+// Leases is how many Leases on the hold are not yet released; 0 for a nil hold.
+func (h *Hold) Leases() int {
+	if h == nil {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.leases
+}
+
+// Deadline is the hold's local deadline: when it is lost unless a renewal is
+// confirmed first. Zero when the hold has none (not kept by a Keeper).
+func (h *Hold) Deadline() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.deadline
+}
+
+// Lost is closed when the hold is lost; it stays open after a clean release.
+func (h *Hold) Lost() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lost == nil {
+		if h.state == lost {
+			return closed
+		}
+		h.lost = make(chan struct{})
+	}
+	return h.lost
+}
+
+// Err reports why the hold was lost, nil while it is not.
+func (h *Hold) Err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// Context returns a context with the values of parent and this hold (found
+// by HoldFrom), cancelled when the hold ends.
+func (h *Hold) Context(parent context.Context) context.Context {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ctx == nil {
+		h.ctx, h.cancel = context.WithCancelCause(context.Background())
+		switch h.state {
+		case lost:
+			h.cancel(h.err)
+		case released:
+			h.cancel(errReleased)
+		}
+	}
+	return &holdContext{Context: h.ctx, hold: h, parent: parent}
+}
+
+// holdKey is the context key under which a hold's context finds itself.
+// Being of zero size, it costs no allocation to look up.
+type holdKey struct{}
+
+// holdContext is a Lease's context before its own cancellation: the hold's
+// context (cancellation, no deadline) with the values of the context the
+// lease was acquired with. Because Value finds the hold's cancelCtx first, a
+// context derived from it is cancelled with the hold without a goroutine to
+// watch it.
+type holdContext struct {
+	context.Context
+	hold   *Hold
+	parent context.Context
+}
+
+func (c *holdContext) Value(key any) any {
+	if _, ok := key.(holdKey); ok {
+		return c
+	}
+	if v := c.Context.Value(key); v != nil {
+		return v
+	}
+	return c.parent.Value(key)
+}
+
+// HoldFrom returns the hold that ctx carries for the lock (scope, name), nil
+// when ctx carries none or that hold has ended. The engine calls it to detect
+// a reentrant acquisition.
+func HoldFrom(ctx context.Context, scope any, name string) *Hold {
+	for c, _ := ctx.Value(holdKey{}).(*holdContext); c != nil; c, _ = c.parent.Value(holdKey{}).(*holdContext) {
+		if h := c.hold; h.cfg.Name == name && h.cfg.Scope == scope {
+			if !h.Held() {
+				return nil
+			}
+			return h
+		}
+	}
+	return nil
+}
+
+// NewLease adds a Lease to the hold. The Lease's context will carry the values
+// of parent and the hold itself (for reentrancy), but not parent's
+// cancellation: the wait for a lock ends when it is held, the lease lives on.
+// It returns an error wrapping lease.ErrNotHeld when the hold has ended.
+func (h *Hold) NewLease(parent context.Context, token uint64) (*lease.Lease, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.state != held {
+		return nil, Errorf("acquire", h.cfg.Name, "%w", lease.ErrNotHeld)
+	}
+	h.leases++
+	var since time.Time
+	if h.cfg.Observer != nil {
+		since = time.Now()
+	}
+	return access.NewLease(h, parent, token, since).(*lease.Lease), nil
+}
+
+// Lose ends the hold as lost with cause: every Lease's context is cancelled,
+// the observer told, then Lost closed, so that whoever sees Lost closed finds
+// the contexts cancelled and the event recorded. It does nothing once the
+// hold has ended.
+func (h *Hold) Lose(cause error) {
+	h.mu.Lock()
+	if h.state != held {
+		h.mu.Unlock()
+		return
+	}
+	h.state, h.err = lost, cause
+	h.stopTimer()
+	if h.cancel != nil {
+		h.cancel(cause)
+	}
+	// From here Lost() made afresh returns a closed channel; one made
+	// before is closed below.
+	ch, k := h.lost, h.keeper
+	h.mu.Unlock()
+	if k != nil {
+		k.forget(h)
+	}
+	h.observe(lease.Event{Kind: lease.Lost, Held: time.Since(h.since), Err: cause})
+	if ch != nil {
+		close(ch)
+	}
+}
+
+// drift is the margin by which a holder's local deadline precedes the expiry
+// Redis applies: clocks run at slightly different rates and timers fire late.
+func drift(ttl time.Duration) time.Duration { return ttl/50 + 2*time.Millisecond }
+
+// startDeadline arms the local deadline: TTL after sent, the moment the script
+// that set the TTL was sent, less the drift. Redis cannot expire the key
+// before then, so a holder told at the deadline learns before anyone else can
+// take the lock.
+func (h *Hold) startDeadline(sent time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.state != held {
+		return
+	}
+	h.deadline = sent.Add(h.cfg.TTL - drift(h.cfg.TTL))
+	h.timer = time.AfterFunc(time.Until(h.deadline), h.expire)
+}
+
+// expire is the deadline timer's function.
+func (h *Hold) expire() {
+	why := "no renewal was confirmed within the lease time"
+	if h.cfg.Renew == nil {
+		why = "the lease time ran out"
+	}
+	h.Lose(Errorf("hold", h.cfg.Name, "%w: %s", lease.ErrLost, why))
+}
+
+// confirm moves the deadline after a renewal sent at sent was confirmed.
+func (h *Hold) confirm(sent time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.state == held && h.timer != nil {
+		h.deadline = sent.Add(h.cfg.TTL - drift(h.cfg.TTL))
+		h.timer.Reset(time.Until(h.deadline))
+	}
+}
+
+// renewed reports a confirmed renewal to the observer.
+func (h *Hold) renewed(took time.Duration) { h.observe(lease.Event{Kind: lease.Renewed, Took: took}) }
+
+func (h *Hold) stopTimer() {
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+}
+
+// renewable reports whether the keeper renews the hold now: a watchdog hold
+// whose last Lease is not being released.
+func (h *Hold) renewable() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cfg.Renew != nil && !h.releasing
+}
+
+// Release gives up one Lease's share of the hold, and reports it to the
+// observer with the lease's token and acquisition time. The last Lease gives
+// up every hold of the owner in Redis, so a hold count left too high by an
+// attempt whose reply was lost cannot keep the lock.
+//
+// The release is detached from ctx's cancellation and bounded by
+// ReleaseTimeout, so a holder whose request ctx has ended still frees the
+// lock. If Redis cannot be reached in that time, the Lease stays held and
+// releasable: Release reports it, and a later Release (or Close) tries again.
+func (h *Hold) Release(ctx context.Context, token uint64, since time.Time) error {
+	err := h.release(ctx)
+	h.observe(lease.Event{Kind: lease.Released, Token: token, Held: time.Since(since), Err: err})
+	return err
+}
+
+func (h *Hold) release(ctx context.Context) error {
+	h.mu.Lock()
+	h.leases--
+	if h.state == lost {
+		err := h.err
+		h.mu.Unlock()
+		return Errorf("release", h.cfg.Name, "%w: %w", lease.ErrNotHeld, err)
+	}
+	// Decided under the lock: of two reentrant leases released at once,
+	// exactly one is the last.
+	last := h.leases == 0
+	// Stop renewing first: a renewal that runs after the release would
+	// report the owner gone.
+	h.releasing = last
+	h.mu.Unlock()
+
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+	defer cancel()
+	err := h.releaseRetrying(rctx, last)
+	switch {
+	case errors.Is(err, lease.ErrNotHeld):
+		// Redis says the owner held nothing: the lease ran out before we knew.
+		cause := Errorf("hold", h.cfg.Name, "%w: not held in Redis at release", lease.ErrLost)
+		h.Lose(cause)
+		return Errorf("release", h.cfg.Name, "%w: %w", lease.ErrNotHeld, cause)
+	case err != nil:
+		// Redis did not answer: the lease is still held, and renewed, as far
+		// as anyone can tell. The caller may release it again; Close will.
+		h.mu.Lock()
+		h.leases++
+		h.releasing = false
+		h.mu.Unlock()
+		return Errorf("release", h.cfg.Name, "not confirmed within %v, so the lease is still held "+
+			"(Release it again; Close releases it too, or it runs out): %w", ReleaseTimeout, err)
+	}
+	if !last {
+		return nil
+	}
+	h.mu.Lock()
+	var k *Keeper
+	if h.state == held {
+		h.state = released
+		h.stopTimer()
+		if h.cancel != nil {
+			h.cancel(errReleased)
+		}
+		k = h.keeper
+	}
+	h.mu.Unlock()
+	if k != nil {
+		k.forget(h)
+	}
+	return nil
+}
+
+// releaseRetrying runs the release until Redis answers, retrying transport
+// errors with backoff under one request id, until ctx ends.
+//
+// Giving up every hold is answered "not held" when repeated. After a try
+// whose outcome is unknown, that answer means the try did release, provided
+// the lease could not have run out yet: before the local deadline only the
+// owner (or an operator's force release) can remove its hold. Giving up one
+// hold of several is made idempotent by the script's latch instead.
+func (h *Hold) releaseRetrying(ctx context.Context, all bool) error {
+	id := NewRequestID()
+	err := h.cfg.Release(ctx, id, all)
+	if err == nil || errors.Is(err, lease.ErrNotHeld) || ctx.Err() != nil || !Transient(err) {
+		return err
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 20 * time.Millisecond
+	b.MaxInterval = time.Second
+	b.MaxElapsedTime = 0
+	b.Reset() // the first interval was set from the defaults
+	return backoff.Retry(func() error {
+		err := h.cfg.Release(ctx, id, all)
+		if errors.Is(err, lease.ErrNotHeld) && all && h.beforeDeadline() {
+			return nil // an earlier try released it
+		}
+		if err != nil && !errors.Is(err, lease.ErrNotHeld) && ctx.Err() == nil && Transient(err) {
+			return err
+		}
+		return backoff.Permanent(err)
+	}, backoff.WithContext(b, ctx))
+}
+
+// beforeDeadline reports whether the hold's local deadline is known and not
+// yet passed.
+func (h *Hold) beforeDeadline() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.deadline.IsZero() && time.Now().Before(h.deadline)
+}
+
+// NewRequestID returns a random id for one release request.
+func NewRequestID() string { return strconv.FormatUint(rand.Uint64(), 36) }

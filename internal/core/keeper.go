@@ -1,0 +1,279 @@
+package core
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/redis/rueidis"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/script"
+)
+
+// Keeper keeps a Client's holds: one goroutine renews every watchdog hold in
+// batches, one pipelined round of renewal scripts per tick (watchdog/3), rather
+// than a timer per lock. Each hold also has a local deadline (last confirmed
+// renewal + TTL, less a drift margin) after which it is lost even if Redis
+// cannot be reached to say so.
+type Keeper struct {
+	rc       rueidis.Client
+	interval time.Duration
+	ctx      context.Context // cancelled by Close: aborts a renewal round in flight
+	stop     context.CancelFunc
+	done     chan struct{}
+	rounds   atomic.Uint64
+	// replicas, when positive, must acknowledge each round (WAIT), within
+	// replicaTimeout, for the round to confirm anything.
+	replicas       int
+	replicaTimeout time.Duration
+
+	mu     sync.Mutex
+	holds  map[*Hold]struct{}
+	closed bool
+}
+
+// NewKeeper starts a keeper that renews watchdog holds on rc every
+// watchdog/3. Close stops it.
+func NewKeeper(rc rueidis.Client, watchdog time.Duration, opts ...KeeperOption) *Keeper {
+	ctx, stop := context.WithCancel(context.Background())
+	k := &Keeper{
+		rc:       rc,
+		interval: watchdog / 3,
+		ctx:      ctx,
+		stop:     stop,
+		done:     make(chan struct{}),
+		holds:    make(map[*Hold]struct{}),
+	}
+	for _, o := range opts {
+		if o != nil {
+			o.applyKeeper(k)
+		}
+	}
+	go k.run()
+	return k
+}
+
+// A KeeperOption configures a Keeper in NewKeeper.
+type KeeperOption interface{ applyKeeper(*Keeper) }
+
+type keeperOptionFunc func(*Keeper)
+
+func (f keeperOptionFunc) applyKeeper(k *Keeper) { f(k) }
+
+// WaitReplicas makes every renewal round end with WAIT n timeout, in the same
+// pipeline: a round that fewer than n replicas acknowledge confirms no hold,
+// so their deadlines stay where they were and the round is retried, as after
+// a lost reply. n <= 0 waits for none. Default: none.
+func WaitReplicas(n int, timeout time.Duration) KeeperOption {
+	return keeperOptionFunc(func(k *Keeper) { k.replicas, k.replicaTimeout = max(n, 0), timeout })
+}
+
+// Track starts keeping h. sent is when the script that took the lock was
+// sent: the local deadline runs from there. Watchdog holds (with a Renewal)
+// are renewed each round from now on. Track returns an error wrapping
+// ErrClosed once the keeper is closed; the caller then releases the lock.
+func (k *Keeper) Track(h *Hold, sent time.Time) error {
+	k.mu.Lock()
+	if k.closed {
+		k.mu.Unlock()
+		return Errorf("acquire", h.cfg.Name, "%w", lease.ErrClosed)
+	}
+	k.holds[h] = struct{}{}
+	k.mu.Unlock()
+	h.mu.Lock()
+	h.keeper = k
+	h.mu.Unlock()
+	h.startDeadline(sent)
+	return nil
+}
+
+// Len is the number of holds kept.
+func (k *Keeper) Len() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.holds)
+}
+
+// Rounds is the number of renewal rounds sent so far: one pipelined DoMulti
+// each, whatever the number of holds (plus one EVAL round if Redis lost the
+// scripts).
+func (k *Keeper) Rounds() uint64 { return k.rounds.Load() }
+
+func (k *Keeper) forget(h *Hold) {
+	k.mu.Lock()
+	delete(k.holds, h)
+	k.mu.Unlock()
+}
+
+func (k *Keeper) run() {
+	defer close(k.done)
+	tick := time.NewTicker(k.interval)
+	defer tick.Stop()
+	// Renewals that failed for want of Redis are retried sooner than the next
+	// tick, with backoff, so that one dropped reply does not cost a lease.
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = k.interval / 20
+	b.MaxInterval = k.interval
+	b.MaxElapsedTime = 0
+	b.Reset() // the first interval was set from the defaults
+	var failed []*Hold
+	for {
+		select {
+		case <-k.ctx.Done():
+			retry.Stop()
+			return
+		case <-tick.C:
+			failed = k.round(k.renewable())
+		case <-retry.C:
+			failed = k.round(failed)
+		}
+		if len(failed) > 0 {
+			retry.Reset(b.NextBackOff())
+		} else {
+			b.Reset()
+		}
+	}
+}
+
+func (k *Keeper) renewable() []*Hold {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	hs := make([]*Hold, 0, len(k.holds))
+	for h := range k.holds {
+		if h.renewable() {
+			hs = append(hs, h)
+		}
+	}
+	return hs
+}
+
+// round renews holds in one pipelined DoMulti and returns those whose renewal
+// got no answer.
+func (k *Keeper) round(hs []*Hold) (failed []*Hold) {
+	if len(hs) == 0 {
+		return nil
+	}
+	k.rounds.Add(1)
+	ctx, cancel := context.WithTimeout(k.ctx, k.interval+k.replicaTimeout)
+	defer cancel()
+	cmds := make(rueidis.Commands, len(hs), len(hs)+1)
+	for i, h := range hs {
+		r := h.cfg.Renew
+		cmds[i] = r.Script.Evalsha(k.rc, r.Keys, r.Args)
+	}
+	cmds = k.appendWait(cmds)
+	sent := time.Now()
+	res := k.rc.DoMulti(ctx, cmds...)
+	synced := k.synced(res[len(hs):])
+	res = res[:len(hs)]
+	var again []int
+	for i, r := range res {
+		if script.IsNoScript(r.Error()) {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		k.rounds.Add(1)
+		evals := make(rueidis.Commands, len(again), len(again)+1)
+		for j, i := range again {
+			r := hs[i].cfg.Renew
+			evals[j] = r.Script.Eval(k.rc, r.Keys, r.Args)
+		}
+		// This pipeline may run on another connection than the first,
+		// and WAIT counts only its own connection's writes: it waits again.
+		evals = k.appendWait(evals)
+		res2 := k.rc.DoMulti(ctx, evals...)
+		synced = synced && k.synced(res2[len(again):])
+		for j, r := range res2[:len(again)] {
+			res[again[j]] = r
+		}
+	}
+	took := time.Since(sent)
+	for i, r := range res {
+		h := hs[i]
+		n, err := r.AsInt64()
+		switch {
+		case err != nil, n == 1 && !synced:
+			// No answer, or renewed on a primary whose replicas have not
+			// all acknowledged it: unconfirmed, the deadline stays.
+			failed = append(failed, h)
+		case n == 1:
+			h.confirm(sent)
+			h.renewed(took)
+		case k.kept(h):
+			// A hold released meanwhile is no longer kept; only a kept one
+			// is lost when Redis says the owner is gone.
+			h.Lose(Errorf("hold", h.cfg.Name, "%w: renewal found the lock no longer held by this owner", lease.ErrLost))
+		}
+	}
+	return failed
+}
+
+// appendWait appends WAIT to a round's pipeline when replicas must
+// acknowledge it. rueidis runs a pipeline holding WAIT (a blocking command)
+// on a dedicated connection, the renewals first: WAIT then counts them.
+func (k *Keeper) appendWait(cmds rueidis.Commands) rueidis.Commands {
+	if k.replicas <= 0 {
+		return cmds
+	}
+	return append(cmds, k.rc.B().Wait().Numreplicas(int64(k.replicas)).Timeout(max(k.replicaTimeout.Milliseconds(), 1)).Build())
+}
+
+// synced reports whether the WAIT reply of a round, if any, counts enough
+// replicas.
+func (k *Keeper) synced(wait []rueidis.RedisResult) bool {
+	if k.replicas <= 0 {
+		return true
+	}
+	n, err := wait[0].AsInt64()
+	return err == nil && n >= int64(k.replicas)
+}
+
+// kept reports whether h is kept and not being released.
+func (k *Keeper) kept(h *Hold) bool {
+	k.mu.Lock()
+	_, ok := k.holds[h]
+	k.mu.Unlock()
+	return ok && h.renewable()
+}
+
+// Close stops renewing, reports every hold still kept lost with ErrClosed,
+// then releases them in Redis, best effort, until ctx ends. It returns when
+// the keeper's goroutine has ended; later Track calls fail with ErrClosed.
+func (k *Keeper) Close(ctx context.Context) {
+	k.mu.Lock()
+	if k.closed {
+		k.mu.Unlock()
+		<-k.done
+		return
+	}
+	k.closed = true
+	hs := make([]*Hold, 0, len(k.holds))
+	for h := range k.holds {
+		hs = append(hs, h)
+	}
+	k.mu.Unlock()
+	k.stop()
+	<-k.done
+
+	// Holders hear first, so they stop working before anyone else can take
+	// the lock; then the locks are freed rather than left to run out.
+	for _, h := range hs {
+		h.Lose(Errorf("hold", h.cfg.Name, "%w", lease.ErrClosed))
+	}
+	var g errgroup.Group
+	g.SetLimit(64)
+	for _, h := range hs {
+		g.Go(func() error {
+			_ = h.cfg.Release(ctx, NewRequestID(), true) // best effort
+			return nil
+		})
+	}
+	_ = g.Wait()
+}

@@ -1,0 +1,31 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/leasehold/leasehold/event"
+)
+
+// watcher registers waiters for wake-ups: the Client's hub, or a test's.
+type watcher interface {
+	Watch(channel, key string) (waiter, error)
+}
+
+// waiter is one wait's registration, as *event.Waiter.
+type waiter interface {
+	Ready() <-chan struct{}
+	C() <-chan struct{}
+	Track(ctx context.Context) error
+	Leave(passOn bool)
+}
+
+// hubWatcher is the watcher of a Client's hub.
+type hubWatcher struct{ h *event.Hub }
+
+func (w hubWatcher) Watch(channel, key string) (waiter, error) {
+	ew, err := w.h.Watch(channel, key)
+	if err != nil {
+		return nil, err
+	}
+	return ew, nil
+}
