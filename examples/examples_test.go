@@ -30,7 +30,7 @@ var runs = []struct {
 		`^billing holds "orders", fencing token 1$`,
 		`^billing re-entered it: hold count 2, token 2$`,
 		`^billing released it; shipping holds it .* later, token 3$`,
-		`^the 300ms lease on "nightly-job" was lost after .*: lease: lost: nightly-job: the lease time ran out$`,
+		`^the 300ms lease on "nightly-job" was lost after .*: hold "nightly-job": lease: lost: the lease time ran out$`,
 	}},
 	{"quickstart", "quickstart", nil, []string{
 		`^holding "quickstart", fencing token 1$`,
@@ -108,6 +108,82 @@ func TestExamples(t *testing.T) {
 			wantLines(t, stdout.String(), stderr.String(), r.want)
 		})
 	}
+}
+
+// Each example must still build when its directory is copied out of the
+// module on its own: this fails when one imports a package under
+// internal/, which only this module may import, or links package testing,
+// as all did while they found their Redis through internal/redistest. (The
+// public packages they import use leasehold's internal packages, which is
+// fine: those come with the module.)
+func TestExamplesStandAlone(t *testing.T) {
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		pkg := "./" + e.Name()
+		t.Run(e.Name(), func(t *testing.T) {
+			t.Parallel()
+			for _, imp := range goList(t, "-f", `{{join .Imports "\n"}}`, pkg) {
+				if strings.Contains(imp, "/internal/") {
+					t.Errorf("%s imports %s", pkg, imp)
+				}
+			}
+			for _, dep := range goList(t, "-deps", pkg) {
+				if dep == "testing" {
+					t.Errorf("%s links package testing", pkg)
+				}
+			}
+		})
+	}
+}
+
+// Each example carries its own copy of withRedis in redis.go, so that it
+// can be copied out alone: this fails when one copy is changed without the
+// others.
+func TestRedisHelperCopiesAgree(t *testing.T) {
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, firstDir string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(e.Name(), "redis.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// From withRedis's doc comment on: quickstart's file has its main
+		// above it.
+		_, helper, ok := strings.Cut(string(src), "\n// withRedis ")
+		switch {
+		case !ok:
+			t.Errorf("%s/redis.go has no withRedis", e.Name())
+		case first == "":
+			first, firstDir = helper, e.Name()
+		case helper != first:
+			t.Errorf("withRedis in %s/redis.go differs from the one in %s/redis.go", e.Name(), firstDir)
+		}
+	}
+}
+
+// goList runs go list with args and returns the lines it prints.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.Fields(string(out))
 }
 
 // wantLines checks that stdout holds a line matching each pattern, in order;

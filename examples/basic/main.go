@@ -19,7 +19,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold"
-	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/rlock"
 )
 
@@ -29,10 +28,6 @@ func main() {
 		log.Fatal(err)
 	}
 }
-
-// withRedis runs f against $REDIS_ADDR, or a redis-server started for the
-// run and stopped after it (redistest.WithRedis).
-func withRedis(f func(addr string) error) error { return redistest.WithRedis(f) }
 
 func run(addr string) error {
 	opt := rueidis.ClientOption{InitAddress: []string{addr}}

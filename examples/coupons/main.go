@@ -31,7 +31,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/leasehold/leasehold"
-	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/rlock"
 )
 
@@ -53,7 +52,9 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, addr string) error {
+func run(addr string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // bounds the whole run
+	defer cancel()
 	opt := rueidis.ClientOption{InitAddress: []string{addr}}
 	admin, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
 	if err != nil {
@@ -74,7 +75,14 @@ func run(ctx context.Context, addr string) error {
 	handed := make([]atomic.Int64, *servers)
 	g, gctx := errgroup.WithContext(ctx)
 	for s := range *servers {
-		c, err := leasehold.Open(opt)
+		// The server's rueidis client, for its data and, wrapped by
+		// leasehold.New (whose Close leaves it open), for its locks.
+		rc, err := rueidis.NewClient(opt)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		c, err := leasehold.New(rc)
 		if err != nil {
 			return err
 		}
@@ -83,7 +91,7 @@ func run(ctx context.Context, addr string) error {
 		for range *handlers {
 			g.Go(func() error {
 				for {
-					got, left, err := handOut(gctx, c.Redis(), lock)
+					got, left, err := handOut(gctx, rc, lock)
 					if err != nil || !got {
 						return err
 					}
@@ -147,15 +155,4 @@ func handOut(ctx context.Context, rc rueidis.Client, lock *rlock.Lock) (got bool
 	time.Sleep(*check) // the customer check: the window in which others read the same stock
 	left, err = rc.Do(ctx, rc.B().Decr().Key(stockKey).Build()).AsInt64()
 	return err == nil, left, err
-}
-
-// withRedis runs f against $REDIS_ADDR, or a redis-server started for the
-// run and stopped after it (redistest.WithRedis), with a context bounding
-// the whole run.
-func withRedis(f func(ctx context.Context, addr string) error) error {
-	return redistest.WithRedis(func(addr string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		return f(ctx, addr)
-	})
 }

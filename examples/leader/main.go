@@ -43,7 +43,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold"
-	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/rlock"
 )
 
@@ -121,7 +120,9 @@ type line struct {
 	err    error
 }
 
-func supervise(ctx context.Context, addr string) error {
+func supervise(addr string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // bounds the whole run
+	defer cancel()
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -251,15 +252,4 @@ func supervise(ctx context.Context, addr string) error {
 	}
 	fmt.Println("ok: one leader at a time, handed over on a kill and on each release, tokens rising")
 	return nil
-}
-
-// withRedis runs f against $REDIS_ADDR, or a redis-server started for the
-// run and stopped after it (redistest.WithRedis), with a context bounding
-// the whole run.
-func withRedis(f func(ctx context.Context, addr string) error) error {
-	return redistest.WithRedis(func(addr string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		return f(ctx, addr)
-	})
 }

@@ -50,7 +50,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/leasehold/leasehold"
-	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rlock"
 )
@@ -68,18 +67,29 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, addr string) error {
+func run(addr string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // bounds the whole run
+	defer cancel()
 	if *orders <= 0 || *window <= 0 {
 		return fmt.Errorf("-orders and -window must be positive")
 	}
 	var consumers [2]*consumer
 	for i := range consumers {
-		c, err := leasehold.Open(rueidis.ClientOption{InitAddress: []string{addr}})
+		// The consumer's rueidis client, for its orders and, wrapped by
+		// leasehold.New (whose Close leaves it open), for its locks. On one
+		// connection (rueidis' default is up to four), so that commands
+		// sent at the same time share round trips.
+		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, PipelineMultiplex: -1})
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		c, err := leasehold.New(rc)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		consumers[i] = &consumer{c: c, rc: c.Redis(), id: fmt.Sprint(i + 1)}
+		consumers[i] = &consumer{c: c, rc: rc, id: fmt.Sprint(i + 1)}
 	}
 	fmt.Printf("%d orders, 2 consumers, each order processed exactly once under its lock\n", *orders)
 
@@ -275,15 +285,4 @@ func (c *consumer) process(ctx context.Context, batch []*lease.Lease) error {
 		}
 	}
 	return nil
-}
-
-// withRedis runs f against $REDIS_ADDR, or a redis-server started for the
-// run and stopped after it (redistest.WithRedis), with a context bounding
-// the whole run.
-func withRedis(f func(ctx context.Context, addr string) error) error {
-	return redistest.WithRedis(func(addr string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		return f(ctx, addr)
-	})
 }

@@ -10,26 +10,75 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"log"
+	"net"
+	"os"
+	"os/exec"
+	"syscall"
 	"time"
-
-	"github.com/leasehold/leasehold/internal/redistest"
 )
 
 func main() {
 	log.SetFlags(0)
-	if err := withRedis(run); err != nil {
+	err := withRedis(func(addr string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return run(ctx, addr)
+	})
+	if err != nil {
 		log.Fatal(err)
 	}
 }
 
-// withRedis runs f against $REDIS_ADDR, or a redis-server started for the
-// run and stopped after it (redistest.WithRedis), with a context bounding
-// the whole run.
-func withRedis(f func(ctx context.Context, addr string) error) error {
-	return redistest.WithRedis(func(addr string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		return f(ctx, addr)
-	})
+// withRedis runs f against the Redis at $REDIS_ADDR or, when that is unset,
+// against a redis-server it starts on a free loopback port, says so on
+// stdout, and stops after f returns, even when f fails. Every example has
+// this same function, so that each can be copied out on its own.
+func withRedis(f func(addr string) error) error {
+	if addr := os.Getenv("REDIS_ADDR"); addr != "" {
+		return f(addr)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // a port free a moment ago
+	if err != nil {
+		return err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, port, _ := net.SplitHostPort(addr)
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	srv := exec.CommandContext(ctx, "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	// stop sends SIGTERM; Wait kills the server if it has not exited 5s later.
+	srv.Cancel = func() error { return srv.Process.Signal(syscall.SIGTERM) }
+	srv.WaitDelay = 5 * time.Second
+	if err := srv.Start(); err != nil {
+		return fmt.Errorf("no REDIS_ADDR, and no redis-server to start: %w", err)
+	}
+	defer func() { stop(); _ = srv.Wait() }()
+	deadline := time.Now().Add(5 * time.Second)
+	for !answersPing(addr) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redis-server on %s did not answer PING in 5s", addr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	fmt.Printf("started redis-server on %s\n", addr)
+	return f(addr)
+}
+
+// answersPing reports whether the Redis at addr answers PING with PONG.
+func answersPing(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	reply := make([]byte, len("+PONG\r\n"))
+	_, _ = conn.Write([]byte("PING\r\n")) // if it fails, so does the read
+	_, err = io.ReadFull(conn, reply)
+	return err == nil && string(reply) == "+PONG\r\n"
 }

@@ -44,7 +44,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/leasehold/leasehold"
-	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rlock"
 )
@@ -76,7 +75,9 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, addr string) error {
+func run(addr string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // bounds the whole run
+	defer cancel()
 	// One Observer can only be given: count every event, and log it too
 	// with -v.
 	logged := lease.SlogObserver(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})))
@@ -86,13 +87,18 @@ func run(ctx context.Context, addr string) error {
 			logged.Observe(e)
 		}
 	})
-	c, err := leasehold.Open(rueidis.ClientOption{InitAddress: []string{addr}},
-		leasehold.WithWatchdog(*watchdog), leasehold.WithObserver(observe))
+	// One rueidis client, for the queue and, wrapped by leasehold.New (whose
+	// Close leaves it open), for the locks.
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	c, err := leasehold.New(rc, leasehold.WithWatchdog(*watchdog), leasehold.WithObserver(observe))
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	rc := c.Redis()
 
 	// The queue: every tenant once, and the 3rd and 7th twice.
 	var jobs []string
@@ -290,15 +296,4 @@ func serveVars(addr string) error {
 		return err
 	}
 	return nil
-}
-
-// withRedis runs f against $REDIS_ADDR, or a redis-server started for the
-// run and stopped after it (redistest.WithRedis), with a context bounding
-// the whole run.
-func withRedis(f func(ctx context.Context, addr string) error) error {
-	return redistest.WithRedis(func(addr string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		return f(ctx, addr)
-	})
 }
