@@ -7,6 +7,7 @@ import (
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/internal/engine"
+	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/script"
 )
@@ -47,9 +48,9 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 		c:     cc,
 		name:  name,
 		lease: cfg.TTL(),
-		ft:    script.FairTimes{Queue: cfg.QueueTimeout, Refresh: cfg.QueueTimeout / refreshes},
+		ft:    lua.FairTimes{Queue: cfg.QueueTimeout, Refresh: cfg.QueueTimeout / refreshes},
 		// The hash is laid out as rlock's, so it renews as rlock's does.
-		renew: script.NewLock(name, cfg.TTL(), latch),
+		renew: lua.NewLock(name, cfg.TTL(), latch),
 	}
 	e := engine.New(cc, name, scope{cc}, cfg, p)
 	return &Lock{e.Bound(), e}
@@ -60,15 +61,15 @@ type protocol struct {
 	c     *core.Client
 	name  string
 	lease time.Duration
-	ft    script.FairTimes
-	renew *script.Lock
+	ft    lua.FairTimes
+	renew *lua.Lock
 }
 
 // Try makes one attempt. An attempt that waits joins the queue (or refreshes
 // the waiter's place in it); one that does not (TryAcquire, a re-entry)
 // leaves the queue alone, since nobody would keep the place or give it up.
-func (p *protocol) Try(ctx context.Context, owner string, wait bool) (script.Grant, error) {
-	g, err := script.AcquireFair(ctx, p.c.Redis(), p.name, owner, p.lease, p.ft, wait)
+func (p *protocol) Try(ctx context.Context, owner string, wait bool) (lua.Grant, error) {
+	g, err := lua.AcquireFair(ctx, p.c.Redis(), p.name, owner, p.lease, p.ft, wait)
 	// The engine sleeps g.Wait before the next attempt unless woken: a
 	// waiter must come back before its place runs out, and the head must
 	// come back when the holder's lease does.
@@ -79,7 +80,7 @@ func (p *protocol) Try(ctx context.Context, owner string, wait bool) (script.Gra
 }
 
 func (p *protocol) Release(ctx context.Context, owner, id string, all bool) (int64, error) {
-	return script.ReleaseFair(ctx, p.c.Redis(), p.name, owner, id, p.lease, latch, p.ft, all)
+	return lua.ReleaseFair(ctx, p.c.Redis(), p.name, owner, id, p.lease, latch, p.ft, all)
 }
 
 func (p *protocol) Renewal(owner string) *core.Renewal {
@@ -96,7 +97,7 @@ func (p *protocol) Wakeup(owner string) (channel, key string) {
 
 // Abandon removes owner's place in the queue when it stops waiting.
 func (p *protocol) Abandon(ctx context.Context, owner string) error {
-	_, err := script.AbandonFair(ctx, p.c.Redis(), p.name, owner, p.ft)
+	_, err := lua.AbandonFair(ctx, p.c.Redis(), p.name, owner, p.ft)
 	return err
 }
 
@@ -123,9 +124,9 @@ func (l *Lock) AcquireAsync(ctx context.Context) *lease.Future { return l.e.Acqu
 
 // IsLocked reports whether anyone holds the lock. It reads through the
 // client-side cache: no round trip while the cached answer stands. Like any
-// answer about a shared lock it may be stale by the time it returns; for a
-// moment after this Client's own acquire or release it may report the state
-// from before.
+// answer about a shared lock it may be stale by the time it returns, and it
+// can lag a write to the lock by a few milliseconds, this Client's or
+// another's: Redis sends the invalidation just after the write.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.e.IsLocked(ctx) }
 
 // HoldCount is how many leases the owner whose lease ctx carries holds on
@@ -146,6 +147,6 @@ func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	ok, err := script.ForceReleaseFair(ctx, rc, l.e.Name())
+	ok, err := lua.ForceReleaseFair(ctx, rc, l.e.Name())
 	return ok, l.e.Fail("force-release", err)
 }

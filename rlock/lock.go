@@ -7,6 +7,7 @@ import (
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/internal/engine"
+	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/script"
 )
@@ -35,7 +36,7 @@ var _ lease.Locker = (*Lock)(nil)
 // for a fixed lease instead of the watchdog.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	cc, cfg := core.Bind(c, opts)
-	p := &protocol{c: cc, name: name, channel: script.LockChannel(name), s: script.NewLock(name, cfg.TTL(), latch)}
+	p := &protocol{c: cc, name: name, channel: script.LockChannel(name), s: lua.NewLock(name, cfg.TTL(), latch)}
 	e := engine.New(cc, name, scope{cc}, cfg, p)
 	return &Lock{e.Bound(), e}
 }
@@ -44,10 +45,10 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 type protocol struct {
 	c             *core.Client
 	name, channel string
-	s             *script.Lock
+	s             *lua.Lock
 }
 
-func (p *protocol) Try(ctx context.Context, owner string, _ bool) (script.Grant, error) {
+func (p *protocol) Try(ctx context.Context, owner string, _ bool) (lua.Grant, error) {
 	return p.s.Acquire(ctx, p.c.Redis(), owner)
 }
 
@@ -104,6 +105,6 @@ func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	ok, err := script.ForceReleaseLock(ctx, rc, l.e.Name())
+	ok, err := lua.ForceReleaseLock(ctx, rc, l.e.Name())
 	return ok, l.e.Fail("force-release", err)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/internal/engine"
+	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/script"
 )
@@ -69,20 +70,20 @@ type readProtocol struct {
 
 // Try admits a read under a write lease of this lock at once: the script
 // checks that the write lease still holds.
-func (p *readProtocol) Try(ctx context.Context, owner string, _ bool) (script.Grant, error) {
+func (p *readProtocol) Try(ctx context.Context, owner string, _ bool) (lua.Grant, error) {
 	field := ""
 	if h := core.HoldFrom(ctx, p.writes, p.name); h != nil {
 		field = script.WriteField(h.Owner())
 	}
-	return script.AcquireRead(ctx, p.c.Redis(), p.name, owner, field, p.lease)
+	return lua.AcquireRead(ctx, p.c.Redis(), p.name, owner, field, p.lease)
 }
 
 func (p *readProtocol) Release(ctx context.Context, owner, id string, all bool) (int64, error) {
-	return script.ReleaseRead(ctx, p.c.Redis(), p.name, owner, id, latch, all)
+	return lua.ReleaseRead(ctx, p.c.Redis(), p.name, owner, id, latch, all)
 }
 
 func (p *readProtocol) Renewal(owner string) *core.Renewal {
-	keys, args := script.ReadRenewal(p.name, owner, p.lease)
+	keys, args := lua.ReadRenewal(p.name, owner, p.lease)
 	return &core.Renewal{Script: script.RWReadRenew, Keys: keys, Args: args}
 }
 
@@ -99,16 +100,16 @@ type writeProtocol struct {
 // Try makes one attempt. With writer preference, an attempt that waits
 // announces the writer, holding new readers back; one that does not
 // (TryAcquire, a re-entry) must not, since nobody would withdraw it.
-func (p *writeProtocol) Try(ctx context.Context, owner string, wait bool) (script.Grant, error) {
-	return script.AcquireWrite(ctx, p.c.Redis(), p.name, owner, p.lease, p.prefer && wait, grace)
+func (p *writeProtocol) Try(ctx context.Context, owner string, wait bool) (lua.Grant, error) {
+	return lua.AcquireWrite(ctx, p.c.Redis(), p.name, owner, p.lease, p.prefer && wait, grace)
 }
 
 func (p *writeProtocol) Release(ctx context.Context, owner, id string, all bool) (int64, error) {
-	return script.ReleaseWrite(ctx, p.c.Redis(), p.name, owner, id, p.lease, latch, all)
+	return lua.ReleaseWrite(ctx, p.c.Redis(), p.name, owner, id, p.lease, latch, all)
 }
 
 func (p *writeProtocol) Renewal(owner string) *core.Renewal {
-	keys, args := script.WriteRenewal(p.name, owner, p.lease)
+	keys, args := lua.WriteRenewal(p.name, owner, p.lease)
 	return &core.Renewal{Script: script.RWWriteRenew, Keys: keys, Args: args}
 }
 
@@ -120,7 +121,7 @@ func (p *writeProtocol) Abandon(ctx context.Context, owner string) error {
 	if !p.prefer {
 		return nil
 	}
-	return script.AbandonWrite(ctx, p.c.Redis(), p.name, owner)
+	return lua.AbandonWrite(ctx, p.c.Redis(), p.name, owner)
 }
 
 // Name is the lock name, the Redis key of its hash.
@@ -170,7 +171,7 @@ func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	ok, err := script.ForceReleaseRW(ctx, rc, l.read.e.Name())
+	ok, err := lua.ForceReleaseRW(ctx, rc, l.read.e.Name())
 	return ok, l.read.e.Fail("force-release", err)
 }
 

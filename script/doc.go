@@ -1,14 +1,16 @@
-// Package script holds leasehold's Lua scripts and the names of the Redis
-// keys they touch.
+// Package script is leasehold's layout in Redis, for tools and services in
+// other languages that share its locks: the names of the keys and channels,
+// the messages published on them, and the Lua scripts that change them.
+//
+// Key names follow Redisson's layout, so that a Go service using leasehold and
+// a Java service using Redisson exclude each other on a lock name and wake each
+// other up: see Prefixed and Suffixed, and each name's function.
+//
+//	script.TokenKey("orders")    // redisson_lock_token:{orders}
+//	script.LockChannel("orders") // redisson_lock__channel:{orders}
 //
 // Every state change of a lock is one script, run atomically by Redis. The
-// sources are embedded .lua files, each with a header naming its KEYS and ARGV;
-// they are loaded once and run by SHA (EVALSHA, falling back to EVAL when the
-// server answers NOSCRIPT).
-//
-//	g, err := script.AcquireLock(ctx, rc, "orders", owner, 30*time.Second)
-//	if err == nil && g.Acquired { ... }
-//
-// Key names follow Redisson's layout so that a Go service using leasehold and
-// a Java service using Redisson share a lock: see Prefixed and Suffixed.
+// sources are embedded .lua files, each with a header naming its KEYS, its
+// ARGV and its replies; Source and SHA give a script as Redis runs it (EVALSHA,
+// falling back to EVAL when the server answers NOSCRIPT), and All lists them.
 package script

@@ -2,15 +2,12 @@ package script
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha1"
 	"embed"
 	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"strings"
-
-	"github.com/redis/rueidis"
 )
 
 //go:embed lua/*.lua lua/lib/*.lua
@@ -23,13 +20,25 @@ var sources embed.FS
 // initialisation, rather than by hand into each script.
 const includeMarker = "--!include "
 
-// Script is one Lua script: its source, its SHA1 and the rueidis script that
-// runs it by SHA with EVAL as the fallback.
+// Script is one Lua script: its name, its source and the SHA1 that EVALSHA
+// and SCRIPT LOAD know it by. The source's header names its KEYS, its ARGV
+// and what it returns.
 type Script struct {
 	name string
 	src  string
 	sha  string
-	lua  *rueidis.Lua
+}
+
+// All returns every script of the package, in a new slice: for a tool that
+// loads them ahead of time (SCRIPT LOAD) or lists them.
+func All() []*Script {
+	return []*Script{
+		LockAcquire, LockRelease, LockRenew, LockForceRelease,
+		FairAcquire, FairAbandon, FairRelease, FairForceRelease,
+		RWReadAcquire, RWReadRelease, RWReadRenew,
+		RWWriteAcquire, RWWriteRelease, RWWriteRenew, RWWriteAbandon,
+		TokenRaise,
+	}
 }
 
 // load reads lua/NAME.lua and splices in the helpers it includes. A missing
@@ -38,7 +47,7 @@ type Script struct {
 func load(name string) *Script {
 	src := compose(sources, name)
 	sum := sha1.Sum([]byte(src))
-	return &Script{name: name, src: src, sha: hex.EncodeToString(sum[:]), lua: rueidis.NewLuaScript(src)}
+	return &Script{name: name, src: src, sha: hex.EncodeToString(sum[:])}
 }
 
 // compose returns the source of lua/NAME.lua in fsys with each include line
@@ -90,27 +99,3 @@ func (s *Script) Source() string { return s.src }
 
 // SHA is the hex SHA1 of Source, the name EVALSHA knows it by.
 func (s *Script) SHA() string { return s.sha }
-
-// Exec runs the script once: EVALSHA, then EVAL if the server does not have
-// it yet.
-func (s *Script) Exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
-	return s.lua.Exec(ctx, c, keys, args)
-}
-
-// Evalsha builds an EVALSHA of the script, for callers that pipeline many
-// runs in one DoMulti (the keeper's renewal round).
-func (s *Script) Evalsha(c rueidis.Client, keys, args []string) rueidis.Completed {
-	return c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
-}
-
-// Eval builds an EVAL of the script: the fallback for Evalsha.
-func (s *Script) Eval(c rueidis.Client, keys, args []string) rueidis.Completed {
-	return c.B().Eval().Script(s.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
-}
-
-// IsNoScript reports whether err is Redis' NOSCRIPT reply: the server has not
-// loaded the script and an Eval is needed.
-func IsNoScript(err error) bool {
-	e, ok := rueidis.IsRedisErr(err)
-	return ok && strings.HasPrefix(e.Error(), "NOSCRIPT")
-}

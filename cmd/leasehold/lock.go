@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/script"
 )
 
@@ -280,11 +281,11 @@ func ms(n int64) time.Duration {
 func forceRelease(ctx context.Context, rc rueidis.Client, s *lockState) (bool, error) {
 	switch s.kind {
 	case kindRLock:
-		return script.ForceReleaseLock(ctx, rc, s.name)
+		return lua.ForceReleaseLock(ctx, rc, s.name)
 	case kindFair:
-		return script.ForceReleaseFair(ctx, rc, s.name)
+		return lua.ForceReleaseFair(ctx, rc, s.name)
 	case kindRW:
-		return script.ForceReleaseRW(ctx, rc, s.name)
+		return lua.ForceReleaseRW(ctx, rc, s.name)
 	}
 	return false, nil
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/redis/rueidis"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
-	"github.com/leasehold/leasehold/script"
 )
 
 // Keeper keeps a Client's holds: one goroutine renews every watchdog hold in
@@ -165,7 +165,7 @@ func (k *Keeper) round(hs []*Hold) (failed []*Hold) {
 	cmds := make(rueidis.Commands, len(hs), len(hs)+1)
 	for i, h := range hs {
 		r := h.cfg.Renew
-		cmds[i] = r.Script.Evalsha(k.rc, r.Keys, r.Args)
+		cmds[i] = lua.Evalsha(k.rc, r.Script, r.Keys, r.Args)
 	}
 	cmds = k.appendWait(cmds)
 	sent := time.Now()
@@ -174,7 +174,7 @@ func (k *Keeper) round(hs []*Hold) (failed []*Hold) {
 	res = res[:len(hs)]
 	var again []int
 	for i, r := range res {
-		if script.IsNoScript(r.Error()) {
+		if lua.IsNoScript(r.Error()) {
 			again = append(again, i)
 		}
 	}
@@ -183,7 +183,7 @@ func (k *Keeper) round(hs []*Hold) (failed []*Hold) {
 		evals := make(rueidis.Commands, len(again), len(again)+1)
 		for j, i := range again {
 			r := hs[i].cfg.Renew
-			evals[j] = r.Script.Eval(k.rc, r.Keys, r.Args)
+			evals[j] = lua.Eval(k.rc, r.Script, r.Keys, r.Args)
 		}
 		// This pipeline may run on another connection than the first,
 		// and WAIT counts only its own connection's writes: it waits again.

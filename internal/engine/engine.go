@@ -17,6 +17,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold/internal/core"
+	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/script"
 )
@@ -185,7 +186,7 @@ func (e *Engine) owner(context.Context) string { return e.client.NewOwner() }
 
 // wait runs attempts until one holds the lock, each after a wake-up, the
 // holder's remaining TTL, or a backoff after a Redis error.
-func (e *Engine) wait(ctx context.Context, op, owner string, g script.Grant, err error) (*lease.Lease, error) {
+func (e *Engine) wait(ctx context.Context, op, owner string, g lua.Grant, err error) (*lease.Lease, error) {
 	w, werr := e.register(op, owner)
 	if werr != nil {
 		return nil, werr
@@ -277,7 +278,7 @@ func (e *Engine) register(op, owner string) (waiter, error) {
 
 // pause is how long to wait for a wake-up before trying again: the holder's
 // remaining lease, or a backoff after an error.
-func (e *Engine) pause(g script.Grant, err error, b backoff.BackOff) time.Duration {
+func (e *Engine) pause(g lua.Grant, err error, b backoff.BackOff) time.Duration {
 	switch {
 	case err != nil:
 		return b.NextBackOff()
@@ -295,7 +296,7 @@ func (e *Engine) pause(g script.Grant, err error, b backoff.BackOff) time.Durati
 // attempt makes one try for owner and turns a success into a Lease. After a
 // try whose outcome is unknown (a transport error), the owner belongs to the
 // undo running in the background: the caller must not try under it again.
-func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lease.Lease, script.Grant, error) {
+func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lease.Lease, lua.Grant, error) {
 	ttl := e.cfg.TTL()
 	sent := time.Now()
 	g, err := e.proto.Try(ctx, owner, wait)
@@ -356,7 +357,7 @@ func (e *Engine) release(ctx context.Context, owner, id string, all bool) error 
 		return e.redisErr("release", err)
 	case err != nil:
 		return err
-	case n == script.NotHeld:
+	case n == lua.NotHeld:
 		return lease.ErrNotHeld
 	}
 	return nil
@@ -397,7 +398,7 @@ func (e *Engine) replicate(ctx context.Context, op, owner string) error {
 	// EVAL, not EVALSHA: after a NOSCRIPT (a new primary after a failover
 	// has no scripts) the WAIT pipelined behind it would wait for nothing,
 	// and the renewal sent after it could come too late.
-	res := rc.DoMulti(ctx, r.Script.Eval(rc, r.Keys, r.Args), rc.B().Wait().Numreplicas(int64(n)).Timeout(max(timeout.Milliseconds(), 1)).Build())
+	res := rc.DoMulti(ctx, lua.Eval(rc, r.Script, r.Keys, r.Args), rc.B().Wait().Numreplicas(int64(n)).Timeout(max(timeout.Milliseconds(), 1)).Build())
 	held, err := res[0].AsInt64()
 	if err == nil && held != 1 {
 		err = errors.New("the lease ran out before the replicas were asked")

@@ -10,8 +10,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/leasehold/leasehold/internal/core"
+	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
-	"github.com/leasehold/leasehold/script"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -114,7 +114,7 @@ func (w *fakeWaiter) Leave(passOn bool)           { w.left <- passOn }
 
 // answer is one scripted reply to an attempt.
 type answer struct {
-	g   script.Grant
+	g   lua.Grant
 	err error
 }
 
@@ -131,13 +131,13 @@ func newFakeProtocol() *fakeProtocol {
 	return &fakeProtocol{answers: make(chan answer, 16), tries: make(chan string, 16)}
 }
 
-func (p *fakeProtocol) Try(ctx context.Context, owner string, wait bool) (script.Grant, error) {
+func (p *fakeProtocol) Try(ctx context.Context, owner string, wait bool) (lua.Grant, error) {
 	p.tries <- owner
 	select {
 	case a := <-p.answers:
 		return a.g, a.err
 	case <-ctx.Done():
-		return script.Grant{}, ctx.Err()
+		return lua.Grant{}, ctx.Err()
 	}
 }
 
@@ -147,7 +147,7 @@ func (p *fakeProtocol) Release(_ context.Context, owner, _ string, all bool) (in
 	if all {
 		p.released = append(p.released, owner)
 	}
-	return script.Freed, nil
+	return lua.Freed, nil
 }
 
 func (p *fakeProtocol) Renewal(string) *core.Renewal { return nil }
@@ -241,7 +241,7 @@ func held(t *testing.T, done <-chan result) *lease.Lease {
 // not before.
 func TestWaitSleepsTheHoldersLease(t *testing.T) {
 	r := newRig(t)
-	r.proto.answers <- answer{g: script.Grant{Wait: 5 * time.Second}}
+	r.proto.answers <- answer{g: lua.Grant{Wait: 5 * time.Second}}
 	done := r.acquire(context.Background())
 	owner := recv(t, r.proto.tries, "first attempt")
 	recv(t, r.hub.watched, "watch")
@@ -250,7 +250,7 @@ func TestWaitSleepsTheHoldersLease(t *testing.T) {
 	}
 	r.clock.Advance(5 * time.Second)
 	quiet(t, r.proto.tries, "attempt before the lease ran out")
-	r.proto.answers <- answer{g: script.Grant{Acquired: true, Token: 7}}
+	r.proto.answers <- answer{g: lua.Grant{Acquired: true, Token: 7}}
 	r.clock.Advance(time.Millisecond)
 	if again := recv(t, r.proto.tries, "attempt after the lease"); again != owner {
 		t.Fatalf("second attempt as %q, want the same owner %q", again, owner)
@@ -265,18 +265,18 @@ func TestWaitSleepsTheHoldersLease(t *testing.T) {
 // since a release may have slipped in before it.
 func TestWakeUpAndReadyTryAtOnce(t *testing.T) {
 	r := newRig(t)
-	r.proto.answers <- answer{g: script.Grant{Wait: time.Hour}}
+	r.proto.answers <- answer{g: lua.Grant{Wait: time.Hour}}
 	done := r.acquire(context.Background())
 	recv(t, r.proto.tries, "first attempt")
 	w := recv(t, r.hub.watched, "watch")
 	recv(t, r.clock.armed, "timer")
 
-	r.proto.answers <- answer{g: script.Grant{Wait: time.Hour}}
+	r.proto.answers <- answer{g: lua.Grant{Wait: time.Hour}}
 	close(w.ready)
 	recv(t, r.proto.tries, "attempt on ready")
 	recv(t, r.clock.armed, "timer re-armed")
 
-	r.proto.answers <- answer{g: script.Grant{Acquired: true, Token: 1}}
+	r.proto.answers <- answer{g: lua.Grant{Acquired: true, Token: 1}}
 	w.c <- struct{}{}
 	recv(t, r.proto.tries, "attempt on wake-up")
 	held(t, done)
@@ -289,13 +289,13 @@ func TestWakeUpAndReadyTryAtOnce(t *testing.T) {
 // lease time at most, woken sooner by a message.
 func TestNoExpiryWaitsTheLeaseTime(t *testing.T) {
 	r := newRig(t)
-	r.proto.answers <- answer{g: script.Grant{}}
+	r.proto.answers <- answer{g: lua.Grant{}}
 	done := r.acquire(context.Background())
 	recv(t, r.proto.tries, "first attempt")
 	if d := recv(t, r.clock.armed, "timer"); d != time.Hour {
 		t.Fatalf("timer set to %v, want the lease time 1h", d)
 	}
-	r.proto.answers <- answer{g: script.Grant{Acquired: true}}
+	r.proto.answers <- answer{g: lua.Grant{Acquired: true}}
 	r.clock.Advance(time.Hour)
 	held(t, done)
 }
@@ -305,7 +305,7 @@ func TestNoExpiryWaitsTheLeaseTime(t *testing.T) {
 // in a queue), under the owner it waited as.
 func TestCtxEndsWait(t *testing.T) {
 	r := newRig(t)
-	r.proto.answers <- answer{g: script.Grant{Wait: time.Hour}}
+	r.proto.answers <- answer{g: lua.Grant{Wait: time.Hour}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := r.acquire(ctx)
 	owner := recv(t, r.proto.tries, "first attempt")
@@ -337,7 +337,7 @@ func TestCtxEndsWait(t *testing.T) {
 // owner, registered anew for its own wake-ups.
 func TestTransientErrorGoesOnUnderNewOwner(t *testing.T) {
 	r := newRig(t)
-	r.proto.answers <- answer{g: script.Grant{Wait: time.Hour}}
+	r.proto.answers <- answer{g: lua.Grant{Wait: time.Hour}}
 	done := r.acquire(context.Background())
 	first := recv(t, r.proto.tries, "first attempt")
 	w1 := recv(t, r.hub.watched, "watch")
@@ -357,7 +357,7 @@ func TestTransientErrorGoesOnUnderNewOwner(t *testing.T) {
 	if d <= 0 || d > 20*time.Millisecond {
 		t.Fatalf("backoff %v after the first error, want about 10ms", d)
 	}
-	r.proto.answers <- answer{g: script.Grant{Acquired: true}}
+	r.proto.answers <- answer{g: lua.Grant{Acquired: true}}
 	r.clock.Advance(d)
 	second := recv(t, r.proto.tries, "attempt after the backoff")
 	if second == first {
@@ -382,7 +382,7 @@ func TestTransientErrorGoesOnUnderNewOwner(t *testing.T) {
 // named.
 func TestPermanentErrorEndsWait(t *testing.T) {
 	r := newRig(t)
-	r.proto.answers <- answer{g: script.Grant{Wait: time.Hour}}
+	r.proto.answers <- answer{g: lua.Grant{Wait: time.Hour}}
 	done := r.acquire(context.Background())
 	recv(t, r.proto.tries, "first attempt")
 	w := recv(t, r.hub.watched, "watch")
@@ -399,7 +399,7 @@ func TestPermanentErrorEndsWait(t *testing.T) {
 // TryAcquire makes one attempt, never waits, and says who failed it.
 func TestTryAcquireNeverWaits(t *testing.T) {
 	r := newRig(t)
-	r.proto.answers <- answer{g: script.Grant{Wait: time.Hour}}
+	r.proto.answers <- answer{g: lua.Grant{Wait: time.Hour}}
 	_, err := r.e.TryAcquire(context.Background())
 	var le *lease.Error
 	if !errors.Is(err, lease.ErrNotAcquired) || !errors.As(err, &le) || le.Op != "try-acquire" {
@@ -412,10 +412,10 @@ func TestTryAcquireNeverWaits(t *testing.T) {
 // lock again as the same owner, at once, and raises the hold count.
 func TestReentryUnderLeaseContext(t *testing.T) {
 	r := newRig(t)
-	r.proto.answers <- answer{g: script.Grant{Acquired: true, Token: 1}}
+	r.proto.answers <- answer{g: lua.Grant{Acquired: true, Token: 1}}
 	outer := held(t, r.acquire(context.Background()))
 	owner := recv(t, r.proto.tries, "first attempt")
-	r.proto.answers <- answer{g: script.Grant{Acquired: true, Token: 2}}
+	r.proto.answers <- answer{g: lua.Grant{Acquired: true, Token: 2}}
 	inner := held(t, r.acquire(outer.Context()))
 	if again := recv(t, r.proto.tries, "reentrant attempt"); again != owner {
 		t.Fatalf("reentrant attempt as %q, want %q", again, owner)

@@ -5,8 +5,8 @@ import (
 	"math"
 
 	"github.com/leasehold/leasehold/internal/core"
+	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
-	"github.com/leasehold/leasehold/script"
 )
 
 // bound is implemented by every lock of this module, through the Bound or
@@ -133,6 +133,6 @@ func (e *Engine) raiseToken(ctx context.Context, floor uint64) (uint64, error) {
 	if floor > math.MaxInt64 {
 		return 0, core.Errorf("raise-token", e.name, "%w: token floor %d above 2^63-1", lease.ErrInvalid, floor)
 	}
-	t, err := script.RaiseToken(ctx, rc, e.name, floor)
+	t, err := lua.RaiseToken(ctx, rc, e.name, floor, e.cfg.TTL())
 	return t, e.Fail("raise-token", err)
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/leasehold/leasehold/internal/core"
-	"github.com/leasehold/leasehold/script"
+	"github.com/leasehold/leasehold/internal/lua"
 )
 
 // Protocol is one lock kind's part in its locks' life: the scripts that try,
@@ -17,11 +17,10 @@ type Protocol interface {
 	// (TryAcquire) and for a reentrant one: only an attempt that waits may
 	// leave a trace of its waiting (a fair lock's place in the queue, a
 	// writer's announcement).
-	Try(ctx context.Context, owner string, wait bool) (script.Grant, error)
+	Try(ctx context.Context, owner string, wait bool) (lua.Grant, error)
 	// Release gives up one hold of owner, or every hold when all is set.
 	// requestID names the release, so that a retry is answered from the
-	// unlock latch. It returns script.Freed, script.StillHeld or
-	// script.NotHeld.
+	// unlock latch. It returns lua.Freed, lua.StillHeld or lua.NotHeld.
 	Release(ctx context.Context, owner, requestID string, all bool) (int64, error)
 	// Renewal is the keeper's renewal of owner's watchdog lease, nil when
 	// the kind has none.
