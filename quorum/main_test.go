@@ -1,7 +1,9 @@
 package quorum_test
 
 import (
+	"strconv"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -94,6 +96,14 @@ func counter(t testing.TB, srv *redistest.Server, name string) uint64 {
 	}
 	return n
 }
+
+// ahead is a fencing counter value an hour ahead of the server's clock, so
+// that tokens drawn after it rise by exactly 1 (a token is max(counter + 1,
+// the clock in µs)) and tests can name them.
+var ahead = uint64(time.Now().Add(time.Hour).UnixMicro())
+
+// at is ahead + n, as a counter value.
+func at(n uint64) string { return strconv.FormatUint(ahead+n, 10) }
 
 func setCounter(t testing.TB, srv *redistest.Server, name string, v string) {
 	t.Helper()

@@ -163,17 +163,17 @@ func TestMultiFencingToken(t *testing.T) {
 	srv := redistest.Start(t)
 	c := open(t, srv)
 	ctx := ctxTimeout(t, 10*time.Second)
-	setCounter(t, srv, "ta", "1000")
-	setCounter(t, srv, "tb", "3")
+	setCounter(t, srv, "ta", at(1000))
+	setCounter(t, srv, "tb", at(3))
 	m := quorum.Multi(rlock.New(c, "ta"), rlock.New(c, "tb"))
 
 	first := mustAcquire(t, m, ctx)
-	if first.Token() != 1001 {
-		t.Fatalf("Multi token %d, want 1001 (the higher member's)", first.Token())
+	if first.Token() != ahead+1001 {
+		t.Fatalf("Multi token base+%d, want base+1001 (the higher member's)", first.Token()-ahead)
 	}
 	release(t, first)
-	if got := counter(t, srv, "tb"); got != 1001 {
-		t.Fatalf("tb's counter %d after the Multi, want 1001 (written back)", got)
+	if got := counter(t, srv, "tb"); got != ahead+1001 {
+		t.Fatalf("tb's counter base+%d after the Multi, want base+1001 (written back)", got-ahead)
 	}
 	alone := mustAcquire(t, rlock.New(c, "tb"), ctx)
 	if alone.Token() <= first.Token() {

@@ -56,13 +56,16 @@ func TestRaiseToken(t *testing.T) {
 	}
 
 	t.Run("next acquisition draws above", func(t *testing.T) {
+		// An hour ahead of the server's clock: the counter, not the
+		// clock, gives the next token.
+		floor := uint64(time.Now().Add(time.Hour).UnixMicro())
 		l := rlock.New(c, "fence-next")
-		if _, err := raise(ctx, l, 500); err != nil {
+		if _, err := raise(ctx, l, floor); err != nil {
 			t.Fatal(err)
 		}
 		ls := mustAcquire(t, l, ctx)
-		if ls.Token() != 501 {
-			t.Fatalf("token %d after a raise to 500, want 501", ls.Token())
+		if ls.Token() != floor+1 {
+			t.Fatalf("token %d after a raise to %d, want one more", ls.Token(), floor)
 		}
 		release(t, ls)
 	})

@@ -56,7 +56,8 @@ func run(addr string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("billing re-entered it: hold count %d, token %d\n", inner.HoldCount(), inner.Token())
+	fmt.Printf("billing re-entered it: hold count %d, token %d, higher: %v\n",
+		inner.HoldCount(), inner.Token(), inner.Token() > outer.Token())
 
 	// Shipping waits; nothing polls: the release will wake it.
 	waiting := rlock.New(shipping, "orders").AcquireAsync(ctx)
@@ -74,8 +75,8 @@ func run(addr string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("billing released it; shipping holds it %v later, token %d\n",
-		time.Since(released).Round(100*time.Microsecond), l.Token())
+	fmt.Printf("billing released it; shipping holds it %v later, token %d, higher: %v\n",
+		time.Since(released).Round(100*time.Microsecond), l.Token(), l.Token() > inner.Token())
 	if err := l.Release(ctx); err != nil {
 		return err
 	}

@@ -367,12 +367,16 @@ func (h *Hold) release(ctx context.Context) error {
 		h.Lose(cause)
 		return Errorf("release", h.cfg.Name, "%w: %w", lease.ErrNotHeld, cause)
 	case err != nil:
-		// Redis did not answer: the lease is still held, and renewed, as far
-		// as anyone can tell. The caller may release it again; Close will.
+		// Redis did not answer, or refused the script: the lease is still
+		// held, and renewed, as far as anyone can tell. The caller may
+		// release it again; Close will.
 		h.mu.Lock()
 		h.leases++
 		h.releasing = false
 		h.mu.Unlock()
+		if !Transient(err) {
+			return err // Redis' error reply, naming the lock
+		}
 		return Errorf("release", h.cfg.Name, "not confirmed within %v, so the lease is still held "+
 			"(Release it again; Close releases it too, or it runs out): %w", ReleaseTimeout, err)
 	}

@@ -5,7 +5,7 @@
 -- KEYS[1]  NAME                           hash: OWNER -> hold count
 -- KEYS[2]  redisson_lock_queue:{NAME}     list: waiting owners, oldest first
 -- KEYS[3]  redisson_lock_timeout:{NAME}   zset: waiting owner -> deadline (server clock, ms)
--- KEYS[4]  redisson_lock_token:{NAME}     fencing counter
+-- KEYS[4]  redisson_lock_token:{NAME}     fencing counter (see lib/token.lua)
 -- KEYS[5]  redisson_lock__channel:{NAME}  prefix of the per-waiter channels, PREFIX:OWNER
 -- ARGV[1]  lease time, ms
 -- ARGV[2]  OWNER (CLIENT_ID:LEASE_ID)
@@ -15,7 +15,7 @@
 --          (Acquire); '0': never join (TryAcquire)
 -- ARGV[6]  wake-up message, '0'
 --
--- Returns {1, token, hold count} when OWNER holds the lock,
+-- Returns {1, token, hold count} when OWNER holds the lock (token a decimal string),
 --         {0, wait ms}           when it does not: how long to sleep before the
 --                                next attempt (the holder's remaining lease for
 --                                the head of the queue when that is shorter than
@@ -33,12 +33,20 @@ local refresh = tonumber(ARGV[4])
 -- prune and tell_head, shared by the fair scripts: lua/lib/, spliced in at load.
 --!include fair_prune
 --!include fair_tell_head
+--!include token
 
+-- Everything that can fail (a key of another type, a corrupt counter) fails
+-- before the first write: the reads come first.
+local mine = redis.call('hexists', KEYS[1], owner) == 1
+local plan, err = token_plan(KEYS[4])
+if not plan then
+  return redis.error_reply('ERR ' .. err)
+end
 local pruned = prune(KEYS[2], KEYS[3], now)
 
 -- Re-entry by the holder.
-if redis.call('hexists', KEYS[1], owner) == 1 then
-  local token = redis.call('incr', KEYS[4])
+if mine then
+  local token = token_draw(KEYS[4], plan, ARGV[1])
   local count = redis.call('hincrby', KEYS[1], owner, 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   if pruned then
@@ -56,7 +64,7 @@ if free and (not head or head == owner) then
     redis.call('lpop', KEYS[2])
   end
   redis.call('zrem', KEYS[3], owner)
-  local token = redis.call('incr', KEYS[4])
+  local token = token_draw(KEYS[4], plan, ARGV[1])
   redis.call('hset', KEYS[1], owner, 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   if head or pruned then

@@ -6,28 +6,37 @@
 -- grace, so a writer that dies holds readers back for a bounded time only.
 --
 -- KEYS[1]  NAME
--- KEYS[2]  redisson_lock_token:{NAME}        fencing counter
+-- KEYS[2]  redisson_lock_token:{NAME}        fencing counter (see lib/token.lua)
 -- KEYS[3]  leasehold_rwlock_writers:{NAME}   zset: waiting writers -> expiry (unix ms)
 -- ARGV[1]  lease time, ms
 -- ARGV[2]  OWNER:write
 -- ARGV[3]  '1': announce this writer in KEYS[3] if it must wait; '0': do not
 -- ARGV[4]  grace, ms: how much longer than its next attempt the announcement lasts
 --
--- Returns {1, token, hold count} when OWNER holds the write lock,
+-- Returns {1, token, hold count} when OWNER holds the write lock (token a decimal string),
 --         {0, pttl}              when another owner holds NAME (-1: no expiry).
+-- Everything that can fail (a key of another type, a corrupt counter) fails
+-- before the first write.
+--!include token
 local mode = redis.call('hget', KEYS[1], 'mode')
-local count = 0
-if mode == false and redis.call('exists', KEYS[1]) == 0 then
-  redis.call('hset', KEYS[1], 'mode', 'write')
-  count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-elseif mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))
-end
-if count > 0 then
+local fresh = mode == false and redis.call('exists', KEYS[1]) == 0
+if fresh or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
+  local plan, err = token_plan(KEYS[2])
+  if not plan then
+    return redis.error_reply('ERR ' .. err)
+  end
+  redis.call('zscore', KEYS[3], ARGV[2]) -- a key of another type fails here, before the writes
+  local token = token_draw(KEYS[2], plan, ARGV[1])
+  local count
+  if fresh then
+    redis.call('hset', KEYS[1], 'mode', 'write')
+    count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+  else
+    count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))
+  end
   redis.call('zrem', KEYS[3], ARGV[2])
-  local token = redis.call('incr', KEYS[2])
   return {1, token, count}
 end
 local pttl = redis.call('pttl', KEYS[1])

@@ -1,0 +1,60 @@
+-- token: the fencing counter of a lock, redisson_lock_token:{NAME}. Each
+-- acquisition draws max(counter + 1, the server's TIME in microseconds), so
+-- tokens keep rising when the counter is gone (a restart without
+-- persistence, or its expiry): they are then near-timestamps, far below
+-- 2^63, and two draws in one microsecond still differ by the +1. It assumes
+-- the server's clock is not stepped back across a restart, as key expiry
+-- does. The counter is PEXPIREd to at least the lease, so it never outlives
+-- the last lock by more than that.
+--
+-- token_plan(key) reads the counter and may fail (a key of another type, a
+-- value that is not an integer, a counter at 2^63-1): call it before the
+-- script's first write. It returns the plan, or nil and an error message.
+-- token_draw(key, plan, lease) writes the counter and returns the token as a
+-- decimal string (exact beyond 2^53, where Lua's numbers are not).
+--
+-- Needs in scope: nothing but redis; the key is a parameter.
+
+-- decimal compares two non-negative decimal integers without leading zeros.
+local function decimal_less(a, b)
+  return #a < #b or (#a == #b and a < b)
+end
+
+local function token_plan(key)
+  local cur = redis.call('get', key)
+  local t = redis.call('time')
+  local floor = t[1] .. string.format('%06d', tonumber(t[2]))
+  if not cur then
+    return {set = floor}
+  end
+  if not string.match(cur, '^%-?%d+$') then
+    return nil, 'fencing counter ' .. key .. ' holds "' .. cur .. '", not an integer'
+  end
+  if string.sub(cur, 1, 1) == '-' then
+    return {set = floor}
+  end
+  cur = string.match(cur, '^0*(%d-)$')
+  if cur == '' then
+    cur = '0'
+  end
+  if decimal_less(cur, floor) then
+    return {set = floor}
+  end
+  if not decimal_less(cur, '9223372036854775807') then
+    return nil, 'fencing counter ' .. key .. ' is at ' .. cur .. ': no token above it fits in 63 bits'
+  end
+  return {}
+end
+
+local function token_draw(key, plan, lease)
+  local token
+  if plan.set then
+    redis.call('set', key, plan.set)
+    token = plan.set
+  else
+    redis.call('incr', key)
+    token = redis.call('get', key)
+  end
+  redis.call('pexpire', key, math.max(redis.call('pttl', key), tonumber(lease)))
+  return token
+end
