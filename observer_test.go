@@ -91,7 +91,17 @@ func TestObserver(t *testing.T) {
 	if lost := rec.of(lease.Lost); len(lost) != 1 || lost[0].Name != "observed-fixed" || !errors.Is(lost[0].Err, lease.ErrLost) || lost[0].Held <= 0 {
 		t.Fatalf("Lost events %+v", lost)
 	}
-	if r := rec.of(lease.Renewed)[0]; r.Name != "observed" || r.Took <= 0 {
+	if r := rec.of(lease.Renewed)[0]; r.Name != "observed" || r.Took <= 0 || r.Round < 1 || r.Lock != "rlock" {
 		t.Fatalf("Renewed event %+v", r)
+	}
+	// What a tracer or a metrics adapter reads: the lock kind, the caller's
+	// ctx, and the attempts an acquisition made.
+	for _, e := range append(acq, rec.of(lease.Abandoned)...) {
+		if e.Lock != "rlock" || e.Context == nil || e.Attempts != 1 {
+			t.Fatalf("%v event: lock kind %q, ctx %v, %d attempts; want rlock, the caller's ctx, 1", e.Kind, e.Lock, e.Context, e.Attempts)
+		}
+	}
+	if rel := rec.of(lease.Released); rel[0].Context != ctx || rel[0].Lock != "rlock" {
+		t.Fatalf("Released event: ctx %v, lock kind %q; want Release's ctx and rlock", rel[0].Context, rel[0].Lock)
 	}
 }

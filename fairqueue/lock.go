@@ -65,6 +65,8 @@ type protocol struct {
 	renew *lua.Lock
 }
 
+func (p *protocol) Kind() string { return "fair" }
+
 // Try makes one attempt. An attempt that waits joins the queue (or refreshes
 // the waiter's place in it); one that does not (TryAcquire, a re-entry)
 // leaves the queue alone, since nobody would keep the place or give it up.

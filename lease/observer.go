@@ -1,6 +1,9 @@
 package lease
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Kind is what happened to a lease, in an Event.
 type Kind int
@@ -41,10 +44,22 @@ func (k Kind) String() string {
 
 // Event is one thing that happened to a lease, as an Observer hears it.
 type Event struct {
-	Kind  Kind
+	Kind Kind
+	// Lock is the kind of lock: "rlock", "fair", "rw-read", "rw-write" (a
+	// semaphore's permits: "semaphore").
+	Lock  string
 	Name  string // the lock name
 	Owner string // CLIENT_ID:LEASE_ID; empty for Abandoned
 	Token uint64 // fencing token (Acquired, Released)
+	// Context is the ctx the call was made with: Acquire's or TryAcquire's
+	// (Acquired, Abandoned), Release's (Released); nil for the events of
+	// the keeper (Renewed, Lost). A tracer finds the caller's span in it.
+	Context context.Context
+	// Attempts is how many times the acquisition ran its script (Acquired,
+	// Abandoned): 1 for a lock taken at once.
+	Attempts int
+	// Round is how many leases the renewal round renewed (Renewed).
+	Round int
 	// Waited is how long Acquire waited (Acquired, Abandoned).
 	Waited time.Duration
 	// Held is how long the lease or hold was held (Released, Lost).

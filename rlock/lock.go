@@ -48,6 +48,8 @@ type protocol struct {
 	s             *lua.Lock
 }
 
+func (p *protocol) Kind() string { return "rlock" }
+
 func (p *protocol) Try(ctx context.Context, owner string, _ bool) (lua.Grant, error) {
 	return p.s.Acquire(ctx, p.c.Redis(), owner)
 }

@@ -78,6 +78,8 @@ func (p *readProtocol) Try(ctx context.Context, owner string, _ bool) (lua.Grant
 	return lua.AcquireRead(ctx, p.c.Redis(), p.name, owner, field, p.lease)
 }
 
+func (p *readProtocol) Kind() string { return "rw-read" }
+
 func (p *readProtocol) Release(ctx context.Context, owner, id string, all bool) (int64, error) {
 	return lua.ReleaseRead(ctx, p.c.Redis(), p.name, owner, id, latch, all)
 }
@@ -103,6 +105,8 @@ type writeProtocol struct {
 func (p *writeProtocol) Try(ctx context.Context, owner string, wait bool) (lua.Grant, error) {
 	return lua.AcquireWrite(ctx, p.c.Redis(), p.name, owner, p.lease, p.prefer && wait, grace)
 }
+
+func (p *writeProtocol) Kind() string { return "rw-write" }
 
 func (p *writeProtocol) Release(ctx context.Context, owner, id string, all bool) (int64, error) {
 	return lua.ReleaseWrite(ctx, p.c.Redis(), p.name, owner, id, p.lease, latch, all)

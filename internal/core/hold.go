@@ -34,6 +34,8 @@ type Renewal struct {
 type HoldConfig struct {
 	// Name is the lock name; errors carry it.
 	Name string
+	// Kind is the lock kind, for the observer ("rlock", "fair", ...).
+	Kind string
 	// Owner is the owner field in Redis, CLIENT_ID:LEASE_ID.
 	Owner string
 	// Scope tells locks of different kinds apart for reentrancy: a Lease
@@ -113,7 +115,7 @@ func Errorf(op, name, format string, args ...any) error {
 // observe tells the hold's observer, if any.
 func (h *Hold) observe(e lease.Event) {
 	if h.cfg.Observer != nil {
-		e.Name, e.Owner = h.cfg.Name, h.cfg.Owner
+		e.Lock, e.Name, e.Owner = h.cfg.Kind, h.cfg.Name, h.cfg.Owner
 		h.cfg.Observer.Observe(e)
 	}
 }
@@ -310,7 +312,9 @@ func (h *Hold) confirm(sent time.Time) {
 }
 
 // renewed reports a confirmed renewal to the observer.
-func (h *Hold) renewed(took time.Duration) { h.observe(lease.Event{Kind: lease.Renewed, Took: took}) }
+func (h *Hold) renewed(took time.Duration, round int) {
+	h.observe(lease.Event{Kind: lease.Renewed, Took: took, Round: round})
+}
 
 func (h *Hold) stopTimer() {
 	if h.timer != nil {
@@ -337,7 +341,7 @@ func (h *Hold) renewable() bool {
 // releasable: Release reports it, and a later Release (or Close) tries again.
 func (h *Hold) Release(ctx context.Context, token uint64, since time.Time) error {
 	err := h.release(ctx)
-	h.observe(lease.Event{Kind: lease.Released, Token: token, Held: time.Since(since), Err: err})
+	h.observe(lease.Event{Kind: lease.Released, Token: token, Held: time.Since(since), Err: err, Context: ctx})
 	return err
 }
 

@@ -205,7 +205,7 @@ func (k *Keeper) round(hs []*Hold) (failed []*Hold) {
 			failed = append(failed, h)
 		case n == 1:
 			h.confirm(sent)
-			h.renewed(took)
+			h.renewed(took, len(hs))
 		case k.kept(h):
 			// A hold released meanwhile is no longer kept; only a kept one
 			// is lost when Redis says the owner is gone.

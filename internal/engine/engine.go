@@ -140,11 +140,13 @@ func (e *Engine) AcquireAsync(ctx context.Context) *lease.Future {
 func (e *Engine) observed(ctx context.Context, op string, wait bool) (*lease.Lease, error) {
 	o := e.cfg.Observer
 	if o == nil {
-		return e.acquire(ctx, op, wait)
+		return e.acquire(ctx, op, wait, new(int))
 	}
 	start := time.Now()
-	ls, err := e.acquire(ctx, op, wait)
-	ev := lease.Event{Kind: lease.Acquired, Name: e.name, Waited: time.Since(start), Err: err}
+	var attempts int
+	ls, err := e.acquire(ctx, op, wait, &attempts)
+	ev := lease.Event{Kind: lease.Acquired, Lock: e.proto.Kind(), Name: e.name, Waited: time.Since(start), Err: err,
+		Context: ctx, Attempts: attempts}
 	if ls != nil {
 		ev.Owner, ev.Token = ls.Owner(), ls.Token()
 	} else {
@@ -154,7 +156,8 @@ func (e *Engine) observed(ctx context.Context, op string, wait bool) (*lease.Lea
 	return ls, err
 }
 
-func (e *Engine) acquire(ctx context.Context, op string, wait bool) (*lease.Lease, error) {
+// acquire counts the attempts it makes in *n.
+func (e *Engine) acquire(ctx context.Context, op string, wait bool, n *int) (*lease.Lease, error) {
 	if err := e.Check(op); err != nil {
 		return nil, err
 	}
@@ -162,9 +165,11 @@ func (e *Engine) acquire(ctx context.Context, op string, wait bool) (*lease.Leas
 		return nil, e.ctxErr(ctx, op, nil)
 	}
 	if h := core.HoldFrom(ctx, e.scope, e.name); h != nil {
+		*n++
 		return e.reenter(ctx, op, h)
 	}
 	owner := e.owner(ctx)
+	*n++
 	ls, g, err := e.attempt(ctx, op, owner, wait)
 	if ls != nil || (err != nil && !core.Transient(err)) {
 		return ls, err
@@ -178,7 +183,7 @@ func (e *Engine) acquire(ctx context.Context, op string, wait bool) (*lease.Leas
 	if err != nil {
 		owner = e.owner(ctx) // the first is being undone: see attempt
 	}
-	return e.wait(ctx, op, owner, g, err)
+	return e.wait(ctx, op, owner, g, err, n)
 }
 
 // owner picks the owner of a fresh acquisition.
@@ -186,7 +191,7 @@ func (e *Engine) owner(context.Context) string { return e.client.NewOwner() }
 
 // wait runs attempts until one holds the lock, each after a wake-up, the
 // holder's remaining TTL, or a backoff after a Redis error.
-func (e *Engine) wait(ctx context.Context, op, owner string, g lua.Grant, err error) (*lease.Lease, error) {
+func (e *Engine) wait(ctx context.Context, op, owner string, g lua.Grant, err error, n *int) (*lease.Lease, error) {
 	w, werr := e.register(op, owner)
 	if werr != nil {
 		return nil, werr
@@ -223,6 +228,7 @@ func (e *Engine) wait(ctx context.Context, op, owner string, g lua.Grant, err er
 		case <-w.C():
 		case <-t.C():
 		}
+		*n++
 		ls, g, err := e.attempt(ctx, op, owner, true)
 		switch {
 		case ls != nil:
@@ -320,6 +326,7 @@ func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lea
 	}
 	h := core.NewHold(core.HoldConfig{
 		Name:     e.name,
+		Kind:     e.proto.Kind(),
 		Owner:    owner,
 		Scope:    e.scope,
 		TTL:      ttl,

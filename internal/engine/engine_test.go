@@ -152,6 +152,8 @@ func (p *fakeProtocol) Release(_ context.Context, owner, _ string, all bool) (in
 
 func (p *fakeProtocol) Renewal(string) *core.Renewal { return nil }
 
+func (p *fakeProtocol) Kind() string { return "fake" }
+
 func (p *fakeProtocol) Wakeup(owner string) (channel, key string) { return "ch:" + owner, "" }
 
 func (p *fakeProtocol) Abandon(_ context.Context, owner string) error {

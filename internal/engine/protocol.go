@@ -12,6 +12,8 @@ import (
 // packages implement it; the Engine calls it and does everything else
 // (waiting, reentrancy, holds, futures, errors).
 type Protocol interface {
+	// Kind names the lock kind in observed events: "rlock", "fair", ...
+	Kind() string
 	// Try makes one attempt for owner. wait is set when the caller will
 	// wait for the lock (Acquire) and clear for a single attempt
 	// (TryAcquire) and for a reentrant one: only an attempt that waits may
