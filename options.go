@@ -1,7 +1,10 @@
 package leasehold
 
 import (
+	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -18,6 +21,8 @@ const DefaultWatchdog = 30 * time.Second
 type Option interface{ apply(*options) }
 
 type options struct {
+	classic        bool // classic pub/sub in Redis Cluster too
+	sharded        bool // resolved by check: sharded pub/sub in use
 	watchdog       time.Duration
 	observer       lease.Observer
 	replicas       int
@@ -88,7 +93,7 @@ func WithReplicas(n int, timeout time.Duration) Option {
 
 // core is the Client's settings as the lock packages read them.
 func (o options) core() core.Options {
-	return core.Options{Watchdog: o.watchdog, Observer: o.observer, Replicas: o.replicas, ReplicaTimeout: o.replicaTimeout}
+	return core.Options{Sharded: o.sharded, Watchdog: o.watchdog, Observer: o.observer, Replicas: o.replicas, ReplicaTimeout: o.replicaTimeout}
 }
 
 func resolve(opts []Option) (options, error) {
@@ -101,12 +106,52 @@ func resolve(opts []Option) (options, error) {
 	return o, o.err
 }
 
-// check reports options the client rc cannot honour.
-func (o options) check(rc rueidis.Client) error {
-	if o.replicas > 0 && rc.Mode() == rueidis.ClientModeCluster {
+// WithClassicPubSub keeps classic pub/sub (PUBLISH, SUBSCRIBE) for unlock
+// messages in Redis Cluster, for a cluster shared with Redisson versions or
+// settings that subscribe the classic way (shardedSubscriptionMode OFF, or
+// Redisson before 3.23). A classic message is broadcast to every node of the
+// cluster. Elsewhere it changes nothing. Default: in Redis Cluster on Redis
+// 7 and later, sharded pub/sub (SPUBLISH, SSUBSCRIBE), as Redisson's default
+// (shardedSubscriptionMode AUTO) there.
+func WithClassicPubSub() Option {
+	return optionFunc(func(o *options) { o.classic = true })
+}
+
+// check reports options the client rc cannot honour, and resolves the
+// pub/sub flavour: sharded in a Redis Cluster of Redis 7+, unless
+// WithClassicPubSub. Finding the version costs one round trip, in a cluster
+// only.
+func (o *options) check(rc rueidis.Client) error {
+	if rc.Mode() != rueidis.ClientModeCluster {
+		return nil
+	}
+	if o.replicas > 0 {
 		return fmt.Errorf("%w: WithReplicas in Redis Cluster: WAIT would not reach the primary of the lock's slot", lease.ErrInvalid)
 	}
+	if o.classic {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := rc.Do(ctx, rc.B().Info().Section("server").Build()).ToString()
+	if err != nil {
+		return fmt.Errorf("leasehold: reading the Redis version: %w", err)
+	}
+	o.sharded = redisMajor(info) >= 7
 	return nil
+}
+
+// redisMajor reads the major version from INFO server's redis_version line,
+// 0 when there is none.
+func redisMajor(info string) int {
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(line, "redis_version:"); ok {
+			major, _, _ := strings.Cut(strings.TrimSpace(v), ".")
+			n, _ := strconv.Atoi(major)
+			return n
+		}
+	}
+	return 0
 }
 
 // A LockOption configures one lock; every lock constructor takes them.

@@ -23,6 +23,7 @@ const WakeAllMessage = "1"
 type Hub struct {
 	rc       rueidis.Client
 	tracking bool
+	sharded  bool // SSUBSCRIBE rather than SUBSCRIBE
 
 	wakeups atomic.Uint64
 	mu      sync.Mutex
@@ -37,15 +38,34 @@ type Hub struct {
 // client-side-cache invalidations of rc reach Invalidate (the hook is wired
 // when the rueidis client is created); without it Track does nothing and
 // expiries are noticed through the waiters' TTL timers only.
-func NewHub(rc rueidis.Client, tracking bool) *Hub {
-	return &Hub{
+func NewHub(rc rueidis.Client, tracking bool, opts ...HubOption) *Hub {
+	h := &Hub{
 		rc:       rc,
 		tracking: tracking,
 		topics:   make(map[string]*topic),
 		byKey:    make(map[string][]*topic),
 		closing:  make(map[string]*topic),
 	}
+	for _, o := range opts {
+		if o != nil {
+			o.applyHub(h)
+		}
+	}
+	return h
 }
+
+// A HubOption configures a Hub in NewHub.
+type HubOption interface{ applyHub(*Hub) }
+
+type hubOptionFunc func(*Hub)
+
+func (f hubOptionFunc) applyHub(h *Hub) { f(h) }
+
+// Sharded makes the hub subscribe with SSUBSCRIBE (sharded pub/sub, Redis 7+
+// in Redis Cluster), on the connection rueidis keeps to the node of the
+// channel's slot, as Redisson does there by default; messages then come from
+// SPUBLISH. Default: SUBSCRIBE.
+func Sharded() HubOption { return hubOptionFunc(func(h *Hub) { h.sharded = true }) }
 
 // topic is one channel's subscription and the waiters it serves.
 type topic struct {
@@ -179,7 +199,7 @@ func (h *Hub) subscribe(t *topic) {
 	// The hook runs on rueidis' reader goroutine: it only counts.
 	var confirmations atomic.Int64
 	hook := rueidis.WithOnSubscriptionHook(t.ctx, func(s rueidis.PubSubSubscription) {
-		if s.Kind != "subscribe" {
+		if s.Kind != "subscribe" && s.Kind != "ssubscribe" {
 			return
 		}
 		if confirmations.Add(1) == 1 {
@@ -193,6 +213,9 @@ func (h *Hub) subscribe(t *topic) {
 		h.mu.Unlock()
 	})
 	sub := h.rc.B().Subscribe().Channel(t.channel).Build()
+	if h.sharded {
+		sub = h.rc.B().Ssubscribe().Channel(t.channel).Build()
+	}
 	for {
 		before := confirmations.Load()
 		_ = h.rc.Receive(hook, sub, func(m rueidis.PubSubMessage) { h.deliver(t, m.Message) })

@@ -24,10 +24,18 @@ const includeMarker = "--!include "
 // and SCRIPT LOAD know it by. The source's header names its KEYS, its ARGV
 // and what it returns.
 type Script struct {
-	name string
-	src  string
-	sha  string
+	name    string
+	src     string
+	sha     string
+	sharded *Script // the same script publishing with SPUBLISH; nil when it publishes nothing
 }
+
+// publishCall and spublishCall are how every script publishes, and how its
+// sharded twin does: the same arguments, the channel then the message.
+const (
+	publishCall  = "redis.call('publish', "
+	spublishCall = "redis.call('spublish', "
+)
 
 // All returns every script of the package, in a new slice: for a tool that
 // loads them ahead of time (SCRIPT LOAD) or lists them.
@@ -45,9 +53,28 @@ func All() []*Script {
 // file or include is a build defect, hence the panic at package
 // initialisation rather than an error at run time.
 func load(name string) *Script {
-	src := compose(sources, name)
+	s := newScript(name, compose(sources, name))
+	if strings.Contains(s.src, publishCall) {
+		s.sharded = newScript(name, strings.ReplaceAll(s.src, publishCall, spublishCall))
+	}
+	return s
+}
+
+func newScript(name, src string) *Script {
 	sum := sha1.Sum([]byte(src))
 	return &Script{name: name, src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+// Sharded is the script as it runs in Redis Cluster on Redis 7 and later:
+// the same source with every PUBLISH an SPUBLISH, so that a message reaches
+// only the nodes of its channel's slot, where Redisson waiters (sharded
+// subscriptions, its default there) subscribe. A script that publishes
+// nothing is its own sharded form.
+func (s *Script) Sharded() *Script {
+	if s.sharded == nil {
+		return s
+	}
+	return s.sharded
 }
 
 // compose returns the source of lua/NAME.lua in fsys with each include line

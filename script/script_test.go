@@ -168,13 +168,36 @@ func TestScriptsLoadOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	for _, s := range All() {
 		t.Run(s.Name(), func(t *testing.T) {
-			got, err := srv.Do("SCRIPT", "LOAD", s.Source()).ToString()
-			if err != nil {
-				t.Fatalf("SCRIPT LOAD: %v", err)
-			}
-			if got != s.SHA() {
-				t.Errorf("SCRIPT LOAD returned %s, want %s", got, s.SHA())
+			for _, v := range []*Script{s, s.Sharded()} {
+				got, err := srv.Do("SCRIPT", "LOAD", v.Source()).ToString()
+				if err != nil {
+					t.Fatalf("SCRIPT LOAD: %v", err)
+				}
+				if got != v.SHA() {
+					t.Errorf("SCRIPT LOAD returned %s, want %s", got, v.SHA())
+				}
 			}
 		})
+	}
+}
+
+// A script's sharded form publishes with SPUBLISH wherever it published, and
+// is otherwise the same; one that publishes nothing is its own sharded form.
+func TestShardedForm(t *testing.T) {
+	for _, s := range All() {
+		sh := s.Sharded()
+		pubs := strings.Count(s.Source(), publishCall)
+		switch {
+		case pubs == 0 && sh != s:
+			t.Errorf("%s publishes nothing but has a sharded twin", s.Name())
+		case pubs > 0 && (strings.Contains(sh.Source(), publishCall) || strings.Count(sh.Source(), spublishCall) != pubs):
+			t.Errorf("%s: %d PUBLISH calls, its sharded form has %d SPUBLISH and %d PUBLISH", s.Name(), pubs,
+				strings.Count(sh.Source(), spublishCall), strings.Count(sh.Source(), publishCall))
+		case pubs > 0 && strings.ReplaceAll(sh.Source(), spublishCall, publishCall) != s.Source():
+			t.Errorf("%s: the sharded form differs in more than its publish calls", s.Name())
+		}
+	}
+	if LockRelease.Sharded() == LockRelease || LockAcquire.Sharded() != LockAcquire {
+		t.Error("lock_release must have a sharded form, lock_acquire none")
 	}
 }

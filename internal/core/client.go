@@ -17,6 +17,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold/event"
+	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
 )
 
@@ -25,6 +26,9 @@ const closeTimeout = 5 * time.Second
 
 // Options are a Client's settings, resolved from the root package's Options.
 type Options struct {
+	// Sharded: rc is a Redis Cluster of Redis 7+ whose unlock messages go
+	// by sharded pub/sub (SPUBLISH, SSUBSCRIBE).
+	Sharded        bool
 	Watchdog       time.Duration
 	Observer       lease.Observer
 	Replicas       int
@@ -53,12 +57,18 @@ type Client struct {
 // tracking whether rc's invalidations reach the hub.
 func NewClient(rc rueidis.Client, owned, tracking bool, o Options) *Client {
 	ctx, cancel := context.WithCancel(context.Background())
+	var hubOpts []event.HubOption
+	if o.Sharded {
+		// Every script run on it publishes with SPUBLISH.
+		rc = lua.Sharded{Client: rc}
+		hubOpts = append(hubOpts, event.Sharded())
+	}
 	return &Client{
 		rc:     rc,
 		owned:  owned,
 		id:     newUUID(),
 		opts:   o,
-		hub:    event.NewHub(rc, tracking),
+		hub:    event.NewHub(rc, tracking, hubOpts...),
 		keeper: NewKeeper(rc, o.Watchdog, WaitReplicas(o.Replicas, o.ReplicaTimeout)),
 		ctx:    ctx,
 		cancel: cancel,

@@ -14,16 +14,26 @@ import (
 // run builds nothing, and the map is only read afterwards (no lock).
 var runners = func() map[*script.Script]*rueidis.Lua {
 	all := script.All()
-	m := make(map[*script.Script]*rueidis.Lua, len(all))
+	m := make(map[*script.Script]*rueidis.Lua, 2*len(all))
 	for _, s := range all {
 		m[s] = rueidis.NewLuaScript(s.Source())
+		m[s.Sharded()] = rueidis.NewLuaScript(s.Sharded().Source())
 	}
 	return m
 }()
 
+// Sharded is a rueidis client of a Redis Cluster whose nodes take sharded
+// pub/sub (Redis 7+): the scripts run on it publish with SPUBLISH (their
+// Sharded form). The Client core hands it to the lock kinds in place of the
+// bare client.
+type Sharded struct{ rueidis.Client }
+
 // Exec runs the script s once: EVALSHA, then EVAL if the server does not have
-// it yet.
+// it yet. On a Sharded client it runs s's sharded form.
 func Exec(ctx context.Context, c rueidis.Client, s *script.Script, keys, args []string) rueidis.RedisResult {
+	if _, ok := c.(Sharded); ok {
+		s = s.Sharded()
+	}
 	l, ok := runners[s]
 	if !ok {
 		// script.All lists every script (its test checks it against the
