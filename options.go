@@ -75,8 +75,9 @@ func WithObserver(o lease.Observer) Option {
 // costs one more round trip, of up to timeout, on a connection of its own;
 // keep timeout well under the lease, which runs from when the acquisition
 // was sent.
-// Redis Cluster is not supported (WAIT would reach an arbitrary node): Open
-// and New fail. Default: 0, no waiting.
+// In Redis Cluster, WAIT runs on a dedicated connection to the node of the
+// lock's slot, and a renewal round costs one round trip per slot held (in
+// parallel). Default: 0, no waiting.
 func WithReplicas(n int, timeout time.Duration) Option {
 	return optionFunc(func(o *options) {
 		switch {
@@ -124,9 +125,6 @@ func WithClassicPubSub() Option {
 func (o *options) check(rc rueidis.Client) error {
 	if rc.Mode() != rueidis.ClientModeCluster {
 		return nil
-	}
-	if o.replicas > 0 {
-		return fmt.Errorf("%w: WithReplicas in Redis Cluster: WAIT would not reach the primary of the lock's slot", lease.ErrInvalid)
 	}
 	if o.classic {
 		return nil

@@ -154,7 +154,8 @@ func (k *Keeper) renewable() []*Hold {
 }
 
 // round renews holds in one pipelined DoMulti and returns those whose renewal
-// got no answer.
+// got no answer. With replicas to wait for, each slot's renewals go on a
+// dedicated connection to its node, followed there by WAIT (see waited).
 func (k *Keeper) round(hs []*Hold) (failed []*Hold) {
 	if len(hs) == 0 {
 		return nil
@@ -162,44 +163,23 @@ func (k *Keeper) round(hs []*Hold) (failed []*Hold) {
 	k.rounds.Add(1)
 	ctx, cancel := context.WithTimeout(k.ctx, k.interval+k.replicaTimeout)
 	defer cancel()
-	cmds := make(rueidis.Commands, len(hs), len(hs)+1)
-	for i, h := range hs {
-		r := h.cfg.Renew
-		cmds[i] = lua.Evalsha(k.rc, r.Script, r.Keys, r.Args)
-	}
-	cmds = k.appendWait(cmds)
 	sent := time.Now()
-	res := k.rc.DoMulti(ctx, cmds...)
-	synced := k.synced(res[len(hs):])
-	res = res[:len(hs)]
-	var again []int
-	for i, r := range res {
-		if lua.IsNoScript(r.Error()) {
-			again = append(again, i)
+	var res []rueidis.RedisResult
+	synced := make([]bool, len(hs))
+	if k.replicas <= 0 {
+		res = k.renew(ctx, k.rc, hs, false)
+		for i := range synced {
+			synced[i] = true
 		}
-	}
-	if len(again) > 0 {
-		k.rounds.Add(1)
-		evals := make(rueidis.Commands, len(again), len(again)+1)
-		for j, i := range again {
-			r := hs[i].cfg.Renew
-			evals[j] = lua.Eval(k.rc, r.Script, r.Keys, r.Args)
-		}
-		// This pipeline may run on another connection than the first,
-		// and WAIT counts only its own connection's writes: it waits again.
-		evals = k.appendWait(evals)
-		res2 := k.rc.DoMulti(ctx, evals...)
-		synced = synced && k.synced(res2[len(again):])
-		for j, r := range res2[:len(again)] {
-			res[again[j]] = r
-		}
+	} else {
+		res = k.waited(ctx, hs, synced)
 	}
 	took := time.Since(sent)
 	for i, r := range res {
 		h := hs[i]
 		n, err := r.AsInt64()
 		switch {
-		case err != nil, n == 1 && !synced:
+		case err != nil, n == 1 && !synced[i]:
 			// No answer, or renewed on a primary whose replicas have not
 			// all acknowledged it: unconfirmed, the deadline stays.
 			failed = append(failed, h)
@@ -215,24 +195,95 @@ func (k *Keeper) round(hs []*Hold) (failed []*Hold) {
 	return failed
 }
 
-// appendWait appends WAIT to a round's pipeline when replicas must
-// acknowledge it. rueidis runs a pipeline holding WAIT (a blocking command)
-// on a dedicated connection, the renewals first: WAIT then counts them.
-func (k *Keeper) appendWait(cmds rueidis.Commands) rueidis.Commands {
-	if k.replicas <= 0 {
-		return cmds
+// renew runs the renewals of hs in one pipeline on c, then again by EVAL
+// those the server answered NOSCRIPT (a new primary after a failover has no
+// scripts), and returns each renewal's reply. With wait set, each pipeline
+// ends with WAIT, whose reply comes last: c must then be one connection
+// (WAIT counts the writes of its own connection), and the NOSCRIPT pipeline
+// waits again.
+func (k *Keeper) renew(ctx context.Context, c rueidis.CoreClient, hs []*Hold, wait bool) []rueidis.RedisResult {
+	cmds := make(rueidis.Commands, len(hs), len(hs)+1)
+	for i, h := range hs {
+		r := h.cfg.Renew
+		cmds[i] = lua.Evalsha(c, r.Script, r.Keys, r.Args)
 	}
-	return append(cmds, k.rc.B().Wait().Numreplicas(int64(k.replicas)).Timeout(max(k.replicaTimeout.Milliseconds(), 1)).Build())
+	if wait {
+		cmds = append(cmds, k.waitCmd(c))
+	}
+	res := c.DoMulti(ctx, cmds...)
+	var again []int
+	for i, r := range res[:len(hs)] {
+		if lua.IsNoScript(r.Error()) {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return res
+	}
+	k.rounds.Add(1)
+	evals := make(rueidis.Commands, len(again), len(again)+1)
+	for j, i := range again {
+		r := hs[i].cfg.Renew
+		evals[j] = lua.Eval(c, r.Script, r.Keys, r.Args)
+	}
+	if wait {
+		evals = append(evals, k.waitCmd(c))
+	}
+	res2 := c.DoMulti(ctx, evals...)
+	for j, r := range res2[:len(again)] {
+		res[again[j]] = r
+	}
+	if wait {
+		res[len(hs)] = res2[len(again)] // the later WAIT covers both pipelines' writes
+	}
+	return res
 }
 
-// synced reports whether the WAIT reply of a round, if any, counts enough
-// replicas.
-func (k *Keeper) synced(wait []rueidis.RedisResult) bool {
-	if k.replicas <= 0 {
-		return true
+// waited renews hs with replicas to wait for, and sets synced[i] for the
+// holds whose renewal enough replicas acknowledged. WAIT counts the writes of
+// the connection it runs on, so the renewals of each slot run on a dedicated
+// connection to the slot's node (rueidis' Dedicate binds one to the slot of
+// its first command; on a single Redis or under Sentinel there is one slot
+// and one connection), followed there by WAIT. In Redis Cluster a round then
+// costs one round trip per slot held, in parallel.
+func (k *Keeper) waited(ctx context.Context, hs []*Hold, synced []bool) []rueidis.RedisResult {
+	res := make([]rueidis.RedisResult, len(hs))
+	bySlot := make(map[uint16][]int)
+	for i, h := range hs {
+		slot := uint16(0)
+		if k.rc.Mode() == rueidis.ClientModeCluster {
+			r := h.cfg.Renew
+			cmd := lua.Evalsha(k.rc, r.Script, r.Keys, r.Args)
+			slot = cmd.Slot()
+		}
+		bySlot[slot] = append(bySlot[slot], i)
 	}
-	n, err := wait[0].AsInt64()
-	return err == nil && n >= int64(k.replicas)
+	var g errgroup.Group
+	g.SetLimit(16)
+	for _, idx := range bySlot {
+		g.Go(func() error {
+			group := make([]*Hold, len(idx))
+			for j, i := range idx {
+				group[j] = hs[i]
+			}
+			dc, release := k.rc.Dedicate()
+			defer release()
+			r := k.renew(ctx, dc, group, true)
+			n, err := r[len(group)].AsInt64()
+			ok := err == nil && n >= int64(k.replicas)
+			for j, i := range idx {
+				res[i], synced[i] = r[j], ok
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return res
+}
+
+// waitCmd is WAIT for the replicas the keeper must hear from.
+func (k *Keeper) waitCmd(c rueidis.CoreClient) rueidis.Completed {
+	return c.B().Wait().Numreplicas(int64(k.replicas)).Timeout(max(k.replicaTimeout.Milliseconds(), 1)).Build()
 }
 
 // kept reports whether h is kept and not being released.

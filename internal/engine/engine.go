@@ -391,7 +391,9 @@ func (e *Engine) redisErr(op string, err error) error {
 // written once more on that connection, by the renewal script (which only
 // re-applies the lease), and WAIT follows it in one pipeline: replicas apply
 // the primary's writes in order, so one that acknowledges the renewal has the
-// acquisition too.
+// acquisition too. The connection is a dedicated one to the node of the
+// lock's slot (rueidis' Dedicate binds it to the slot of its first command),
+// so in Redis Cluster WAIT runs where the lock is.
 func (e *Engine) replicate(ctx context.Context, op, owner string) error {
 	n, timeout := e.cfg.Replicas, e.cfg.ReplicaTimeout
 	fail := func(format string, args ...any) error {
@@ -405,7 +407,9 @@ func (e *Engine) replicate(ctx context.Context, op, owner string) error {
 	// EVAL, not EVALSHA: after a NOSCRIPT (a new primary after a failover
 	// has no scripts) the WAIT pipelined behind it would wait for nothing,
 	// and the renewal sent after it could come too late.
-	res := rc.DoMulti(ctx, lua.Eval(rc, r.Script, r.Keys, r.Args), rc.B().Wait().Numreplicas(int64(n)).Timeout(max(timeout.Milliseconds(), 1)).Build())
+	dc, release := rc.Dedicate()
+	defer release()
+	res := dc.DoMulti(ctx, lua.Eval(dc, r.Script, r.Keys, r.Args), dc.B().Wait().Numreplicas(int64(n)).Timeout(max(timeout.Milliseconds(), 1)).Build())
 	held, err := res[0].AsInt64()
 	if err == nil && held != 1 {
 		err = errors.New("the lease ran out before the replicas were asked")

@@ -45,12 +45,12 @@ func Exec(ctx context.Context, c rueidis.Client, s *script.Script, keys, args []
 
 // Evalsha builds an EVALSHA of the script s, for callers that pipeline many
 // runs in one DoMulti (the keeper's renewal round).
-func Evalsha(c rueidis.Client, s *script.Script, keys, args []string) rueidis.Completed {
+func Evalsha(c rueidis.CoreClient, s *script.Script, keys, args []string) rueidis.Completed {
 	return c.B().Evalsha().Sha1(s.SHA()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 
 // Eval builds an EVAL of the script s: the fallback for Evalsha.
-func Eval(c rueidis.Client, s *script.Script, keys, args []string) rueidis.Completed {
+func Eval(c rueidis.CoreClient, s *script.Script, keys, args []string) rueidis.Completed {
 	return c.B().Eval().Script(s.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 

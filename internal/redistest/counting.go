@@ -46,3 +46,24 @@ func (c *Counting) Receive(ctx context.Context, subscribe rueidis.Completed, fn 
 	c.rounds.Add(1)
 	return c.Client.Receive(ctx, subscribe, fn)
 }
+
+// Dedicate counts the round trips of the dedicated client too.
+func (c *Counting) Dedicate() (rueidis.DedicatedClient, func()) {
+	dc, release := c.Client.Dedicate()
+	return &countingDedicated{DedicatedClient: dc, rounds: &c.rounds}, release
+}
+
+type countingDedicated struct {
+	rueidis.DedicatedClient
+	rounds *atomic.Int64
+}
+
+func (c *countingDedicated) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.rounds.Add(1)
+	return c.DedicatedClient.Do(ctx, cmd)
+}
+
+func (c *countingDedicated) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	c.rounds.Add(1)
+	return c.DedicatedClient.DoMulti(ctx, multi...)
+}
