@@ -16,8 +16,9 @@
 // rlock), the list redisson_lock_queue:{NAME} of waiting owners, oldest
 // first, and the sorted set redisson_lock_timeout:{NAME} of each waiter's
 // deadline to keep its place, in milliseconds on the Redis server's clock.
-// Every acquisition increments redisson_lock_token:{NAME}, the fencing token
-// rlock draws from too.
+// Every acquisition draws its fencing token from redisson_lock_token:{NAME},
+// as rlock does: max(counter + 1, the server's clock in µs), so tokens rise
+// even after the counter is gone (see the README's "Fencing tokens").
 //
 // # Fairness
 //

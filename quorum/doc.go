@@ -40,12 +40,13 @@
 // seen: the paused holder's late write then carries an old token and is
 // refused.
 //
-// Each node counts tokens on its own (redisson_lock_token:{NAME}, INCR on
-// every acquisition), so the counters diverge and the maximum over one
-// majority is not enough: nodes A=5, B=1 grant 6 to one holder, and a later
-// holder on B and C=1 would get 3. So the quorum takes the highest token its
-// members drew and, before the Lease is returned, writes it back to the
-// members it holds (rlock.Lock.RaiseToken: counter = max(counter, token));
+// Each node counts tokens on its own (redisson_lock_token:{NAME}: max(counter
+// + 1, the node's clock in µs) on every acquisition), so the counters diverge
+// and the maximum over one majority is not enough: nodes A=5, B=1 grant 6 to
+// one holder, and a later holder on B and C=1 would get 2. So the quorum takes
+// the highest token its members drew and, before the Lease is returned,
+// writes it back to the members it holds (counter = max(counter, token),
+// PEXPIREd with the lease);
 // the attempt fails unless a quorum of them confirm. Every later quorum
 // meets one of those nodes, draws a token above it there, and so hands out a
 // higher token: tokens strictly increase across holders (a quorum
@@ -53,9 +54,10 @@
 // back the same way. Multi writes back to every member, so a later holder of
 // any one member alone also draws a higher token.
 //
-// This assumes no node loses its counter: run the nodes with persistence
-// (appendonly yes, appendfsync always) or keep counters some other way; an
-// emptied node can hand a later quorum a lower token. Members that draw no
+// A node that lost its counter (restarted empty, or the counter expired a
+// lease after the last holder) draws from its clock: tokens still rise as
+// long as the nodes' clocks agree to within the time between two holders,
+// and no clock is stepped backwards. Members that draw no
 // token of their own (Lockers from outside this module) are not written back: a Multi's token
 // (the highest its members drew) still rises from one Multi holder to the
 // next, since every member's counter does, but a RedLock's is not guaranteed
@@ -78,8 +80,7 @@
 //     locks it granted, and a second holder can then win a majority while the
 //     first still holds one. redis.io's advice: persist with fsync, or keep a
 //     crashed node down for longer than the longest lease (delayed restart)
-//     before it rejoins. Delayed restart protects the lock, not the token
-//     counters (see above).
+//     before it rejoins. Tokens do not depend on it (see above).
 //
 // Multi makes no timing claims beyond its members': it is as safe as the
 // locks it holds.

@@ -9,8 +9,11 @@
 // In Redis the lock is a hash NAME with one field, the owner
 // CLIENT_ID:LEASE_ID, holding the hold count, and a PEXPIRE of the lease. A
 // full release deletes it and publishes "0" on redisson_lock__channel:{NAME};
-// every acquisition increments redisson_lock_token:{NAME}, the fencing token
-// (the counter Redisson's RFencedLock uses, so tokens rise across both).
+// every acquisition
+// draws its fencing token from redisson_lock_token:{NAME}: max(counter + 1,
+// the server's clock in µs), PEXPIREd with the lease, so tokens rise across
+// owners (Redisson's RFencedLock INCRs the same counter) and across a restart
+// of a Redis without persistence.
 //
 // A waiter does not poll: it sleeps until an unlock message, an invalidation
 // of NAME (which also reports its expiry), the holder's remaining lease as the
