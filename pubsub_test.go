@@ -209,7 +209,9 @@ func drain(ch <-chan string, d time.Duration) int {
 // busCounts are a node's pub/sub messages sent over the cluster bus.
 type busCounts struct{ classic, sharded int64 }
 
-func (a busCounts) sub(b busCounts) busCounts { return busCounts{a.classic - b.classic, a.sharded - b.sharded} }
+func (a busCounts) sub(b busCounts) busCounts {
+	return busCounts{a.classic - b.classic, a.sharded - b.sharded}
+}
 
 // publishes reads CLUSTER INFO's counts of pub/sub messages the node sent
 // over the cluster bus, and received.
