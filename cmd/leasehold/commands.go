@@ -34,21 +34,25 @@ type command struct {
 var commands = map[string]command{
 	"inspect": {
 		arg:  "NAME",
-		help: "Show the lock NAME: kind, holders and hold counts, TTL, fencing token,\nthe fair queue's waiters with their deadlines, the read holds.",
-		setup: func(*flag.FlagSet) func(context.Context, env, string) error {
-			return inspect
+		help: "Show the lock NAME: kind, holders and hold counts, TTL, fencing token,\nthe fair queue's waiters with their deadlines, the read holds.\nWith -json, one JSON object.",
+		setup: func(fs *flag.FlagSet) func(context.Context, env, string) error {
+			asJSON := jsonFlag(fs)
+			return func(ctx context.Context, e env, name string) error {
+				return inspect(ctx, e, name, *asJSON)
+			}
 		},
 	},
 	"watch": {
 		arg:  "NAME",
-		help: "Show the lock NAME and redraw it as it changes, until interrupted.\nOn a terminal the screen is redrawn on every look; otherwise a new\nsnapshot is printed whenever the state (not just its TTLs) changes.",
+		help: "Show the lock NAME and redraw it as it changes, until interrupted.\nOn a terminal the screen is redrawn on every look; otherwise a new\nsnapshot is printed whenever the state (not just its TTLs) changes.\nWith -json, a JSON object (one line) for the first state and each change.",
 		setup: func(fs *flag.FlagSet) func(context.Context, env, string) error {
 			every := fs.Duration("interval", 500*time.Millisecond, "how often to look")
+			asJSON := jsonFlag(fs)
 			return func(ctx context.Context, e env, name string) error {
 				if *every <= 0 {
 					return usagef("-interval %v is not positive", *every)
 				}
-				return watch(ctx, e, name, *every)
+				return watch(ctx, e, name, *every, *asJSON)
 			}
 		},
 	},
@@ -65,32 +69,38 @@ var commands = map[string]command{
 	},
 	"list": {
 		arg:  "PATTERN",
-		help: "List the locks whose names match PATTERN, a Redis glob such as 'orders:*'.\nKeys are found with SCAN, a batch at a time, never with KEYS.",
+		help: "List the locks whose names match PATTERN, a Redis glob such as 'orders:*'.\nKeys are found with SCAN, a batch at a time, never with KEYS.\nWith -json, one JSON object per lock, one a line (none if none match).",
 		setup: func(fs *flag.FlagSet) func(context.Context, env, string) error {
 			count := fs.Int64("count", 1000, "keys SCAN looks at per call (its COUNT)")
+			asJSON := jsonFlag(fs)
 			return func(ctx context.Context, e env, pattern string) error {
 				if *count <= 0 {
 					return usagef("-count %d is not positive", *count)
 				}
-				return list(ctx, e, pattern, *count)
+				return list(ctx, e, pattern, *count, *asJSON)
 			}
 		},
 	},
 }
 
-func inspect(ctx context.Context, e env, name string) error {
+func inspect(ctx context.Context, e env, name string, asJSON bool) error {
 	s, err := readState(ctx, e.rc, name)
 	if err != nil {
 		return err
+	}
+	if asJSON {
+		return renderJSON(e.stdout, s)
 	}
 	return render(e.stdout, s, true)
 }
 
 // watch polls the lock every interval until ctx ends. Polling rather than
 // keyspace notifications: they are off on most servers and turning them on
-// is a server-wide change, and twice a second costs Redis nothing.
-func watch(ctx context.Context, e env, name string, interval time.Duration) error {
-	tty := isTerminal(e.stdout)
+// is a server-wide change, and twice a second costs Redis nothing. With
+// asJSON it writes a line of JSON for each change of state, on a terminal
+// too: JSON lines are for programs, which want no redrawn screen.
+func watch(ctx context.Context, e env, name string, interval time.Duration, asJSON bool) error {
+	tty := isTerminal(e.stdout) && !asJSON
 	var last string
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -107,13 +117,19 @@ func watch(ctx context.Context, e env, name string, interval time.Duration) erro
 		if tty || shape.String() != last {
 			last = shape.String()
 			var out bytes.Buffer
-			if tty {
+			switch {
+			case asJSON:
+				if err := renderJSON(&out, s); err != nil {
+					return err
+				}
+			case tty:
 				out.WriteString("\x1b[H\x1b[2J") // home, clear screen
 				fmt.Fprintf(&out, "every %v, ^C to stop, %s\n\n", interval, time.Now().Format("15:04:05"))
-			} else {
+				_ = render(&out, s, true)
+			default:
 				fmt.Fprintf(&out, "--- %s\n", time.Now().Format("15:04:05.000"))
+				_ = render(&out, s, true)
 			}
-			_ = render(&out, s, true)
 			if _, err := e.stdout.Write(out.Bytes()); err != nil {
 				return err
 			}
@@ -180,7 +196,7 @@ func release(ctx context.Context, e env, name string, yes bool) error {
 
 // list finds lock names matching pattern on every node (a cluster's keys
 // are spread over its masters), then reads each.
-func list(ctx context.Context, e env, pattern string, count int64) error {
+func list(ctx context.Context, e env, pattern string, count int64, asJSON bool) error {
 	names := map[string]bool{}
 	queuePrefix := strings.TrimSuffix(script.FairQueueKey(""), "{}")
 	for _, node := range e.rc.Nodes() {
@@ -228,6 +244,15 @@ func list(ctx context.Context, e env, pattern string, count int64) error {
 				locks = append(locks, s)
 			}
 		}
+	}
+	if asJSON {
+		// JSON lines: no locks is no line, which a program reads as such.
+		for _, s := range locks {
+			if err := renderJSON(e.stdout, s); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if len(locks) == 0 {
 		fmt.Fprintf(e.stdout, "no locks match %q\n", pattern)

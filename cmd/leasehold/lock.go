@@ -81,6 +81,7 @@ type lockState struct {
 	waiters []waiter      // fair queue, oldest first
 	writers []waiter      // rw: waiting writers (writer preference)
 	foreign []string      // fields of a hash that do not look like a lock
+	at      time.Time     // when the snapshot was taken, by the server's clock
 }
 
 // held reports whether anyone holds the lock.
@@ -141,6 +142,7 @@ func parseState(name string, res []rueidis.RedisMessage) (*lockState, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.at = time.UnixMilli(now)
 
 	for _, owner := range queue {
 		w := waiter{owner: owner}

@@ -17,6 +17,21 @@
 //	list PATTERN    the locks whose names match PATTERN (a Redis glob), found
 //	                with SCAN, never KEYS, so a large keyspace is not blocked
 //
+// inspect, list and watch take -json (or -o json) to print JSON for
+// programs: one object per lock, on one line, with the same fields for all
+// three (inspect prints one, list one per lock, watch one per change):
+//
+//	{"name":"jobs","kind":"fair","redis_type":"hash","mode":null,"ttl_ms":28989,
+//	 "token":1795432339430876,"holders":[{"owner":"4eb5…:2","count":1,"write":false,
+//	 "reads_ttl_ms":null}],"waiters":[{"owner":"fc42…:1","ttl_ms":3990}],
+//	 "waiting_writers":[],"time":"2026-11-23T10:15:02.123Z"}
+//
+// kind is free, rlock, fair, rw or not_a_lock; ttl_ms is null when the lock
+// is not held and -1 when it never expires; reads_ttl_ms lists a read-write
+// lock's read holds of an owner; a waiter's ttl_ms is how long it keeps its
+// place (null: no deadline). Fields are never left out: null means "does not
+// apply".
+//
 // The connection flags, accepted before or after the command:
 //
 //	-addr host:port      Redis (default $REDIS_ADDR, else 127.0.0.1:6379);
@@ -75,6 +90,7 @@ commands:
   release NAME    force-release the lock NAME (asks first unless --yes)
   list PATTERN    list the locks whose names match PATTERN (SCAN, never KEYS)
 
+inspect, list and watch print JSON with -json (or -o json), one object per line.
 Run 'leasehold COMMAND -h' for the flags of a command.
 `
 

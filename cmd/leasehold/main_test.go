@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -139,11 +140,29 @@ func TestInspectRLock(t *testing.T) {
 		`^holders$`,
 		`^ +OWNER +HOLDS$`,
 		fmt.Sprintf(`^ +%s +2$`, regexp.QuoteMeta(outer.Owner())))
+	j := inspectJSON(t, srv, "orders")
+	if j.Name != "orders" || j.Kind != "rlock" || j.RedisType != "hash" || j.Mode != nil {
+		t.Errorf("-json: name %q kind %q redis_type %q mode %v", j.Name, j.Kind, j.RedisType, j.Mode)
+	}
+	if j.TTLms == nil || *j.TTLms < 28000 || *j.TTLms > 30000 || j.Token != inner.Token() {
+		t.Errorf("-json: ttl_ms %v token %d, want about 30000, %d", j.TTLms, j.Token, inner.Token())
+	}
+	if len(j.Holders) != 1 || j.Holders[0].Owner != outer.Owner() || j.Holders[0].Count != 2 ||
+		j.Holders[0].Write || j.Holders[0].ReadsTTLms != nil {
+		t.Errorf("-json: holders %+v", j.Holders)
+	}
+	if j.Waiters == nil || len(j.Waiters) != 0 || j.WaitingWriters == nil || len(j.WaitingWriters) != 0 {
+		t.Errorf("-json: waiters %v, waiting_writers %v: want [], not null", j.Waiters, j.WaitingWriters)
+	}
 
 	inner.Release(ctx)
 	outer.Release(ctx)
 	wantLines(t, mustCmd(t, srv, "", "inspect", "orders"),
 		`^kind +free \(no lock key\)$`, `^state +free$`, fmt.Sprintf(`^token +%d$`, inner.Token()))
+	if j := inspectJSON(t, srv, "orders"); j.Kind != "free" || j.RedisType != "none" || j.TTLms != nil ||
+		len(j.Holders) != 0 || j.Token != inner.Token() {
+		t.Errorf("-json after release: %+v", j)
+	}
 	wantLines(t, mustCmd(t, srv, "", "inspect", "never-used"), `^state +free$`, `^token +none drawn yet$`)
 }
 
@@ -173,6 +192,18 @@ func TestInspectFair(t *testing.T) {
 		`^ +# +OWNER +KEEPS ITS PLACE FOR$`,
 		fmt.Sprintf(`^ +1 +%s +[0-5](\.\d+)?m?s$`, regexp.QuoteMeta(queue[0])),
 		fmt.Sprintf(`^ +2 +%s +[0-5](\.\d+)?m?s$`, regexp.QuoteMeta(queue[1])))
+	j := inspectJSON(t, srv, "jobs")
+	if j.Kind != "fair" || len(j.Holders) != 1 || j.Holders[0].Owner != held.Owner() || j.Holders[0].Count != 1 {
+		t.Errorf("-json: kind %q holders %+v", j.Kind, j.Holders)
+	}
+	if len(j.Waiters) != 2 {
+		t.Fatalf("-json: waiters %+v, want 2", j.Waiters)
+	}
+	for i, w := range j.Waiters {
+		if w.Owner != queue[i] || w.TTLms == nil || *w.TTLms <= 0 || *w.TTLms > 5000 {
+			t.Errorf("-json: waiter %d: %s keeps its place %v ms; want %s, 0-5000 ms", i, w.Owner, w.TTLms, queue[i])
+		}
+	}
 
 	// The holder gone while others wait: no hash, only the queue.
 	srv.Do("DEL", "jobs")
@@ -209,6 +240,24 @@ func TestInspectRW(t *testing.T) {
 		ttls := strings.Repeat(` +\d+(\.\d+)?s`, r.holds)
 		wantLines(t, out, fmt.Sprintf(`^ +%s +read +%d%s$`, regexp.QuoteMeta(r.ls.Owner()), r.holds, ttls))
 	}
+	j := inspectJSON(t, srv, "catalog")
+	if j.Kind != "rw" || j.Mode == nil || *j.Mode != "read" || len(j.Holders) != 2 {
+		t.Fatalf("-json: kind %q mode %v holders %+v", j.Kind, j.Mode, j.Holders)
+	}
+	reads := map[string]int{r1.Owner(): 2, r2.Owner(): 1}
+	for _, h := range j.Holders {
+		if h.Write || h.Count != int64(reads[h.Owner]) || len(h.ReadsTTLms) != reads[h.Owner] {
+			t.Errorf("-json: holder %+v, want %d read holds", h, reads[h.Owner])
+		}
+		for _, ms := range h.ReadsTTLms {
+			if ms <= 0 || ms > 30000 {
+				t.Errorf("-json: read hold TTL %d ms", ms)
+			}
+		}
+	}
+	if len(j.WaitingWriters) != 1 || j.WaitingWriters[0].TTLms == nil {
+		t.Errorf("-json: waiting_writers %+v, want one with a TTL", j.WaitingWriters)
+	}
 
 	// The readers leave, the writer enters and downgrades.
 	r1again.Release(ctx)
@@ -226,6 +275,16 @@ func TestInspectRW(t *testing.T) {
 		`^state +held by 2 owners$`,
 		fmt.Sprintf(`^ +%s +write +1 +-$`, regexp.QuoteMeta(w.Owner())),
 		fmt.Sprintf(`^ +%s +read +1 +\d+(\.\d+)?s$`, regexp.QuoteMeta(down.Owner())))
+	j = inspectJSON(t, srv, "catalog")
+	if j.Mode == nil || *j.Mode != "write" || len(j.Holders) != 2 {
+		t.Fatalf("-json: mode %v holders %+v", j.Mode, j.Holders)
+	}
+	if h := j.Holders[0]; h.Owner != w.Owner() || !h.Write || h.Count != 1 || h.ReadsTTLms != nil {
+		t.Errorf("-json: the writer %+v, want its write hold first, with no read TTLs", h)
+	}
+	if h := j.Holders[1]; h.Owner != down.Owner() || h.Write || len(h.ReadsTTLms) != 1 {
+		t.Errorf("-json: the downgraded reader %+v", h)
+	}
 }
 
 // Redisson's own lock scripts (RedissonLock and RedissonReadLock's
@@ -292,6 +351,12 @@ func TestNotALock(t *testing.T) {
 	wantLines(t, mustCmd(t, srv, "", "inspect", "config"), `^kind +not a lock \(a Redis string\)$`)
 	wantLines(t, mustCmd(t, srv, "", "inspect", "user:1"), `^kind +not a lock \(a Redis hash\)$`)
 	wantLines(t, mustCmd(t, srv, "", "inspect", "pageviews"), `^kind +not a lock \(a Redis hash\)$`)
+	if j := inspectJSON(t, srv, "config"); j.Kind != "not_a_lock" || j.RedisType != "string" || len(j.Holders) != 0 {
+		t.Errorf("-json: %+v", j)
+	}
+	if j := inspectJSON(t, srv, "pageviews"); j.Kind != "not_a_lock" || j.RedisType != "hash" || len(j.Holders) != 0 {
+		t.Errorf("-json: %+v", j)
+	}
 	wantLines(t, mustCmd(t, srv, "", "list", "*"), `^no locks match "\*"$`)
 	for _, key := range []string{"config", "user:1", "pageviews"} {
 		if _, err := cmd(t, srv, "", "release", "--yes", key); err == nil || !strings.Contains(err.Error(), "not a lock") {
@@ -337,6 +402,31 @@ func TestList(t *testing.T) {
 		t.Fatalf("list orders:* printed\n%s", out)
 	}
 	wantLines(t, mustCmd(t, srv, "", "list", "nothing*"), `^no locks match "nothing\*"$`)
+
+	// The same locks as JSON lines, one object per lock.
+	locks := parseJSON(t, mustCmd(t, srv, "", "list", "-json", "-count", "10", "*"))
+	type row struct {
+		name, kind     string
+		holds, waiters int
+	}
+	var got []row
+	for _, l := range locks {
+		r := row{l.Name, l.Kind, 0, len(l.Waiters)}
+		for _, h := range l.Holders {
+			r.holds += int(h.Count)
+		}
+		got = append(got, r)
+	}
+	want := []row{{"catalog", "rw", 1, 0}, {"jobs", "rlock", 1, 0}, {"orders:1", "rlock", 2, 0}, {"orders:2", "rlock", 1, 0}, {"printer", "fair", 0, 1}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("list -json: %v, want %v", got, want)
+	}
+	if p := locks[4]; p.TTLms != nil || p.Waiters[0].Owner != "someone:1" || p.Waiters[0].TTLms != nil {
+		t.Errorf("printer: ttl_ms %v, waiters %+v: want null, someone:1 with no deadline", p.TTLms, p.Waiters)
+	}
+	if out := mustCmd(t, srv, "", "list", "-json", "nothing*"); out != "" {
+		t.Errorf("list -json of no locks printed %q, want nothing", out)
+	}
 
 	info, err := srv.Do("INFO", "commandstats").ToString()
 	if err != nil {
@@ -437,31 +527,43 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-func TestWatch(t *testing.T) {
+// watchThrough runs watch, with flags, on a lock while it is free, then
+// held, then released, and returns what watch printed and the lease it was
+// held with. snapshots counts the snapshots in what watch printed so far:
+// there must be one per state, however many looks it takes.
+func watchThrough(t *testing.T, flags []string, snapshots func(out string) int) (string, *lease.Lease) {
+	t.Helper()
 	srv := redistest.Start(t)
 	c := open(t, srv)
 	var out syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-addr", srv.Addr(), "watch", "-interval", "20ms", "report"}, strings.NewReader(""), &out, &out)
+		args := append(append([]string{"-addr", srv.Addr(), "watch", "-interval", "20ms"}, flags...), "report")
+		done <- run(ctx, args, strings.NewReader(""), &out, &out)
 	}()
-	snapshots := func() int { return strings.Count(out.String(), "--- ") }
-	eventually(t, 10*time.Second, "the first snapshot", func() bool { return snapshots() == 1 })
+	n := func() int { return snapshots(out.String()) }
+	eventually(t, 10*time.Second, "the first snapshot", func() bool { return n() == 1 })
 
 	l := acquire(t, rlock.New(c, "report"), ctx)
-	eventually(t, 10*time.Second, "a snapshot of the held lock", func() bool { return snapshots() == 2 })
+	eventually(t, 10*time.Second, "a snapshot of the held lock", func() bool { return n() == 2 })
 	time.Sleep(100 * time.Millisecond) // five looks at an unchanged state (its TTL runs down)
-	if n := snapshots(); n != 2 {
-		t.Fatalf("%d snapshots of two states:\n%s", n, out.String())
+	if got := n(); got != 2 {
+		t.Fatalf("%d snapshots of two states:\n%s", got, out.String())
 	}
 	l.Release(ctx)
-	eventually(t, 10*time.Second, "a snapshot of the released lock", func() bool { return snapshots() == 3 })
+	eventually(t, 10*time.Second, "a snapshot of the released lock", func() bool { return n() == 3 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("watch ended with %v", err)
 	}
-	parts := strings.Split(out.String(), "--- ")
+	return out.String(), l
+}
+
+func TestWatch(t *testing.T) {
+	out, _ := watchThrough(t, nil, func(out string) int { return strings.Count(out, "--- ") })
+	parts := strings.Split(out, "--- ")
 	wantLines(t, parts[1], `^state +free$`, `^token +none drawn yet$`)
 	wantLines(t, parts[2], `^state +held by 1 owner$`, `^ttl +\d`, `^token +\d+$`)
 	wantLines(t, parts[3], `^state +free$`, `^token +\d+$`)
@@ -599,5 +701,114 @@ func TestUsage(t *testing.T) {
 	}
 	if _, err := cmd(t, srv, "", "inspect", "-h"); err != nil {
 		t.Errorf("-h: %v", err)
+	}
+}
+
+// jsonLock is what -json prints for a lock, decoded by the field names
+// scripts rely on.
+type jsonLock struct {
+	Name      string  `json:"name"`
+	Kind      string  `json:"kind"`
+	RedisType string  `json:"redis_type"`
+	Mode      *string `json:"mode"`
+	TTLms     *int64  `json:"ttl_ms"`
+	Token     uint64  `json:"token"`
+	Holders   []struct {
+		Owner      string  `json:"owner"`
+		Count      int64   `json:"count"`
+		Write      bool    `json:"write"`
+		ReadsTTLms []int64 `json:"reads_ttl_ms"`
+	} `json:"holders"`
+	Waiters        []jsonWaiter `json:"waiters"`
+	WaitingWriters []jsonWaiter `json:"waiting_writers"`
+	Time           string       `json:"time"`
+}
+
+type jsonWaiter struct {
+	Owner string `json:"owner"`
+	TTLms *int64 `json:"ttl_ms"`
+}
+
+// jsonKeys are the fields every lock object has, null or not.
+var jsonKeys = []string{"name", "kind", "redis_type", "mode", "ttl_ms", "token", "holders", "waiters", "waiting_writers", "time"}
+
+// parseJSON decodes out, one JSON object a line, checking that each has
+// every field and no other.
+func parseJSON(t *testing.T, out string) []jsonLock {
+	t.Helper()
+	var locks []jsonLock
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(line), &fields); err != nil {
+			t.Fatalf("not a JSON object: %v\n%s", err, line)
+		}
+		for _, k := range jsonKeys {
+			if _, ok := fields[k]; !ok {
+				t.Errorf("no field %q in %s", k, line)
+			}
+		}
+		if len(fields) != len(jsonKeys) {
+			t.Errorf("%d fields, want %d: %s", len(fields), len(jsonKeys), line)
+		}
+		var l jsonLock
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&l); err != nil {
+			t.Fatalf("%v\n%s", err, line)
+		}
+		if _, err := time.Parse(time.RFC3339, l.Time); err != nil {
+			t.Errorf("time %q: %v", l.Time, err)
+		}
+		locks = append(locks, l)
+	}
+	return locks
+}
+
+// inspectJSON runs inspect -json NAME and decodes its one object.
+func inspectJSON(t *testing.T, srv *redistest.Server, name string) jsonLock {
+	t.Helper()
+	out := mustCmd(t, srv, "", "inspect", "-json", name)
+	if strings.Count(out, "\n") != 1 {
+		t.Fatalf("inspect -json printed %d lines, want one object on one line:\n%s", strings.Count(out, "\n"), out)
+	}
+	return parseJSON(t, out)[0]
+}
+
+// TestJSONFlag: -o json is -json; -o text is the text; another format is
+// a usage error.
+func TestJSONFlag(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv)
+	acquire(t, rlock.New(c, "flagged"), context.Background())
+	a := parseJSON(t, mustCmd(t, srv, "", "inspect", "-o", "json", "flagged"))
+	b := parseJSON(t, mustCmd(t, srv, "", "inspect", "flagged", "-json"))
+	if len(a) != 1 || len(b) != 1 || a[0].Holders[0].Owner != b[0].Holders[0].Owner {
+		t.Errorf("-o json %+v, -json %+v", a, b)
+	}
+	wantLines(t, mustCmd(t, srv, "", "inspect", "-o", "text", "flagged"), `^name +flagged$`)
+	if _, err := cmd(t, srv, "", "inspect", "-o", "yaml", "flagged"); !errors.As(err, new(usageError)) {
+		t.Errorf("-o yaml: %v, want a usage error", err)
+	}
+}
+
+// TestWatchJSON: watch -json prints a line of JSON for each state, and
+// none for the TTL running down.
+func TestWatchJSON(t *testing.T) {
+	out, l := watchThrough(t, []string{"-json"}, func(out string) int { return strings.Count(out, "\n") })
+	states := parseJSON(t, out)
+	if states[0].Kind != "free" || states[0].Token != 0 {
+		t.Errorf("first: %+v", states[0])
+	}
+	if states[1].Kind != "rlock" || len(states[1].Holders) != 1 || states[1].Holders[0].Owner != l.Owner() || states[1].Token != l.Token() {
+		t.Errorf("held: %+v", states[1])
+	}
+	if states[2].Kind != "free" || len(states[2].Holders) != 0 || states[2].Token != l.Token() {
+		t.Errorf("released: %+v", states[2])
+	}
+	if !(states[0].Time <= states[1].Time && states[1].Time <= states[2].Time) {
+		t.Errorf("times out of order: %s %s %s", states[0].Time, states[1].Time, states[2].Time)
 	}
 }

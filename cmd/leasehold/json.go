@@ -1,0 +1,147 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+)
+
+// lockJSON is a lock as -json prints it, the same for inspect, list and
+// watch. Scripts read these names: they stay. Every field is always there;
+// null means "does not apply".
+type lockJSON struct {
+	Name string `json:"name"`
+	// Kind is free, rlock, fair, rw or not_a_lock.
+	Kind string `json:"kind"`
+	// RedisType is the Redis type of the key NAME: hash for a held lock,
+	// none when there is no key.
+	RedisType string `json:"redis_type"`
+	// Mode is read or write for a read-write lock, null otherwise.
+	Mode *string `json:"mode"`
+	// TTLms is the lock's remaining TTL in milliseconds: null when it is not
+	// held, -1 when it never expires.
+	TTLms *int64 `json:"ttl_ms"`
+	// Token is the last fencing token drawn, 0 if none yet.
+	Token   uint64       `json:"token"`
+	Holders []holderJSON `json:"holders"`
+	// Waiters are the fair lock's queue, oldest first.
+	Waiters []waiterJSON `json:"waiters"`
+	// WaitingWriters are a read-write lock's writers holding new readers
+	// back (writer preference).
+	WaitingWriters []waiterJSON `json:"waiting_writers"`
+	// Time is when the snapshot was taken, by the Redis server's clock (RFC
+	// 3339, UTC, milliseconds).
+	Time string `json:"time"`
+}
+
+type holderJSON struct {
+	Owner string `json:"owner"`
+	Count int64  `json:"count"`
+	// Write is true for a read-write lock's write holds.
+	Write bool `json:"write"`
+	// ReadsTTLms are the remaining TTLs of a read-write lock's read holds of
+	// the owner, one per hold, in milliseconds (0: that hold's key is gone,
+	// -1: it never expires); null for other holds.
+	ReadsTTLms []int64 `json:"reads_ttl_ms"`
+}
+
+type waiterJSON struct {
+	Owner string `json:"owner"`
+	// TTLms is how long the waiter keeps its place (a writer its
+	// announcement) without asking again, in milliseconds; 0 or less once
+	// that has passed, null when the waiter has no deadline.
+	TTLms *int64 `json:"ttl_ms"`
+}
+
+// kindJSON is a kind as -json names it: one word.
+func kindJSON(k kind) string {
+	if k == kindNotLock {
+		return "not_a_lock"
+	}
+	return k.String()
+}
+
+// toJSON is s as -json prints it.
+func toJSON(s *lockState) lockJSON {
+	j := lockJSON{
+		Name:           s.name,
+		Kind:           kindJSON(s.kind),
+		RedisType:      s.redis,
+		Token:          s.token,
+		Holders:        make([]holderJSON, 0, len(s.holders)),
+		Waiters:        make([]waiterJSON, 0, len(s.waiters)),
+		WaitingWriters: make([]waiterJSON, 0, len(s.writers)),
+		Time:           s.at.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+	}
+	if s.kind == kindRW {
+		j.Mode = &s.mode
+	}
+	if s.held() {
+		ttl := int64(-1)
+		if s.ttl >= 0 {
+			ttl = s.ttl.Milliseconds()
+		}
+		j.TTLms = &ttl
+	}
+	for _, h := range s.holders {
+		hj := holderJSON{Owner: h.owner, Count: h.count, Write: h.write}
+		if s.kind == kindRW && !h.write {
+			hj.ReadsTTLms = make([]int64, len(h.reads))
+			for i, d := range h.reads {
+				hj.ReadsTTLms[i] = millis(d)
+			}
+		}
+		j.Holders = append(j.Holders, hj)
+	}
+	for _, w := range s.waiters {
+		j.Waiters = append(j.Waiters, waiterToJSON(w))
+	}
+	for _, w := range s.writers {
+		j.WaitingWriters = append(j.WaitingWriters, waiterToJSON(w))
+	}
+	return j
+}
+
+func waiterToJSON(w waiter) waiterJSON {
+	wj := waiterJSON{Owner: w.owner}
+	if w.known {
+		left := w.left.Milliseconds()
+		wj.TTLms = &left
+	}
+	return wj
+}
+
+// millis is a TTL in milliseconds, keeping -1 for "never expires".
+func millis(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return d.Milliseconds()
+}
+
+// renderJSON writes s as one line of JSON.
+func renderJSON(w io.Writer, s *lockState) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // lock names such as a<b stay readable
+	return enc.Encode(toJSON(s))
+}
+
+// jsonFlag registers -json, and -o FORMAT for those who type kubectl's
+// form, on fs. It reports whether JSON was asked for.
+func jsonFlag(fs *flag.FlagSet) *bool {
+	asJSON := fs.Bool("json", false, "print JSON: one object per lock, one a line")
+	fs.Func("o", "output `format`: text (default) or json, as -json", func(v string) error {
+		switch v {
+		case "json":
+			*asJSON = true
+		case "text":
+			*asJSON = false
+		default:
+			return fmt.Errorf("unknown format %q: text or json", v)
+		}
+		return nil
+	})
+	return asJSON
+}
