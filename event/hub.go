@@ -183,6 +183,22 @@ func (h *Hub) drop(t *topic) {
 
 // subscribe holds the topic's subscription until the topic is dropped,
 // subscribing again after the connection breaks.
+// subscribeCmd is SUBSCRIBE channel, or SSUBSCRIBE when sharded.
+func (h *Hub) subscribeCmd(channel string) rueidis.Completed {
+	if h.sharded {
+		return h.rc.B().Ssubscribe().Channel(channel).Build()
+	}
+	return h.rc.B().Subscribe().Channel(channel).Build()
+}
+
+// unsubscribeCmd is UNSUBSCRIBE channel, or SUNSUBSCRIBE when sharded.
+func (h *Hub) unsubscribeCmd(channel string) rueidis.Completed {
+	if h.sharded {
+		return h.rc.B().Sunsubscribe().Channel(channel).Build()
+	}
+	return h.rc.B().Unsubscribe().Channel(channel).Build()
+}
+
 func (h *Hub) subscribe(t *topic) {
 	defer h.wg.Done()
 	defer close(t.done)
@@ -212,13 +228,11 @@ func (h *Hub) subscribe(t *topic) {
 		h.wakeAll(t)
 		h.mu.Unlock()
 	})
-	sub := h.rc.B().Subscribe().Channel(t.channel).Build()
-	if h.sharded {
-		sub = h.rc.B().Ssubscribe().Channel(t.channel).Build()
-	}
 	for {
 		before := confirmations.Load()
-		_ = h.rc.Receive(hook, sub, func(m rueidis.PubSubMessage) { h.deliver(t, m.Message) })
+		// A command is built for each Receive: rueidis recycles a command
+		// once it has been sent.
+		_ = h.rc.Receive(hook, h.subscribeCmd(t.channel), func(m rueidis.PubSubMessage) { h.deliver(t, m.Message) })
 		if confirmations.Load() > before {
 			b.Reset() // the subscription had stood: start backing off afresh
 		}
@@ -240,7 +254,7 @@ func (h *Hub) subscribe(t *topic) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = h.rc.Do(ctx, h.rc.B().Unsubscribe().Channel(t.channel).Build()).Error() // best effort
+	_ = h.rc.Do(ctx, h.unsubscribeCmd(t.channel)).Error() // best effort
 	h.mu.Lock()
 	if h.closing[t.channel] == t {
 		delete(h.closing, t.channel)

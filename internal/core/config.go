@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -54,16 +55,17 @@ func (c LockConfig) Renewed() bool { return c.LeaseTime == 0 }
 var Bind func(client any, opts any) (*Client, LockConfig)
 
 // Transient reports whether err may pass: a transport failure or a context
-// ending, after which a script may or may not have run. A Redis error reply
-// (a script error, WRONGTYPE) is not transient, nor are bad input, a closed
-// Client, or replicas that did not acknowledge an acquisition (it was
-// released; waiting would not bring them).
+// ending, after which a script may or may not have run, or a Redis reply that
+// says the server cannot serve the command for now (see unavailable). Other
+// Redis error replies (a script error, WRONGTYPE) are not transient, nor are
+// bad input, a closed Client, or replicas that did not acknowledge an
+// acquisition (it was released; waiting would not bring them).
 func Transient(err error) bool {
 	if err == nil {
 		return false
 	}
-	if _, ok := rueidis.IsRedisErr(err); ok {
-		return false
+	if e, ok := rueidis.IsRedisErr(err); ok {
+		return unavailable(e.Error())
 	}
 	return !errors.Is(err, lease.ErrInvalid) && !errors.Is(err, lease.ErrClosed) &&
 		!errors.Is(err, lease.ErrNotReplicated) && !errors.Is(err, lease.ErrRedis)
@@ -80,4 +82,21 @@ func NewFuture(ctx context.Context, acquire func(context.Context) (*lease.Lease,
 		return l, err
 	})
 	return f.(*lease.Future), run
+}
+
+// unavailable reports whether a Redis error reply says the server cannot run
+// the command now and will soon: a slot being migrated whose keys are split
+// across nodes, or one of Redisson's keys (a channel, a latch: never
+// written) not yet moved (TRYAGAIN); a cluster between a primary's failure
+// and its replica's promotion (CLUSTERDOWN); a server loading its data
+// (LOADING); a replica that lost its primary (MASTERDOWN); a former primary,
+// now a replica, reached before the client learnt of the failover
+// (READONLY). The command did not run.
+func unavailable(msg string) bool {
+	for _, p := range []string{"TRYAGAIN", "CLUSTERDOWN", "LOADING", "MASTERDOWN", "READONLY"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -119,7 +119,10 @@ func (k *Keeper) run() {
 	retry.Stop()
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = k.interval / 20
-	b.MaxInterval = k.interval
+	// At most a quarter of the interval: after an outage (a failover takes
+	// seconds) the first renewal that can succeed must come well before
+	// the leases' deadlines, a whole lease after their last confirmation.
+	b.MaxInterval = k.interval / 4
 	b.MaxElapsedTime = 0
 	b.Reset() // the first interval was set from the defaults
 	var failed []*Hold

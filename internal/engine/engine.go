@@ -459,11 +459,20 @@ func (e *Engine) cleanup(owner string) {
 	})
 }
 
-// releaseNow undoes a won attempt that cannot be kept, before returning.
+// releaseNow undoes a won attempt that cannot be kept (its replicas did not
+// acknowledge it, or the Client is closing). It runs in the background, so
+// that Acquire returns by its ctx's deadline while Redis is slow to answer
+// (a failover), and Close waits for it; once Close has begun it runs before
+// returning, bounded by ReleaseTimeout.
 func (e *Engine) releaseNow(owner string) {
-	ctx, cancel := context.WithTimeout(context.Background(), core.ReleaseTimeout)
-	defer cancel()
-	e.undo(ctx, owner)
+	undo := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), core.ReleaseTimeout)
+		defer cancel()
+		e.undo(ctx, owner)
+	}
+	if !e.client.Go(undo) {
+		undo()
+	}
 }
 
 // abandon undoes what a waiter leaves behind besides a hold (its place in a
