@@ -1,7 +1,8 @@
 // Package leasehold is a family of distributed locks on Redis: the reentrant
 // lock with a watchdog (rlock), the fair lock (fairqueue), the read-write lock
-// (rw), and locks over several locks or Redis nodes (quorum), laid out in
-// Redis as Redisson lays them out, so Go and Java services can share a lock.
+// (rw), locks over several locks or Redis nodes (quorum) and a leased counting
+// semaphore (semaphore), laid out in Redis as Redisson lays them out, so Go
+// and Java services can share a lock.
 //
 // A Client wraps one rueidis client: one multiplexed RESP3 connection carries
 // the lock scripts, the unlock subscriptions and the cache invalidations that

@@ -217,21 +217,7 @@ func TestFailedAcquireHoldsNothing(t *testing.T) {
 }
 
 // snapshot is every key of the server with its type and serialized value.
-func snapshot(t *testing.T, srv *redistest.Server) string {
-	t.Helper()
-	keys, err := srv.Do("KEYS", "*").AsStrSlice()
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		typ, _ := srv.Do("TYPE", k).ToString()
-		dump, _ := srv.Do("DUMP", k).ToString()
-		fmt.Fprintf(&b, "%s(%s)=%q ", k, typ, dump)
-	}
-	return b.String()
-}
+var snapshot = locktest.Snapshot
 
 // Fencing tokens rise across a restart of a Redis without persistence: the
 // counter is gone, and the next token is drawn from the server's clock,

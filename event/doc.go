@@ -13,5 +13,7 @@
 // A message wakes one waiter (the one waiting longest), not every waiter: the
 // woken one retries its lock and, if it gives up without trying, hands the
 // wake-up on. A message "1" (Redisson's read-unlock) wakes every waiter of the
-// channel. Notifying never blocks the notifier.
+// channel. On a channel whose messages are counts (a semaphore's: the permits
+// available), a message N wakes as many waiters as N permits serve, the
+// heaviest first (Counted). Notifying never blocks the notifier.
 package event

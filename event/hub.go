@@ -1,8 +1,11 @@
 package event
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,13 +80,37 @@ type topic struct {
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when the subscription goroutine has ended
 	prev    *topic        // an older topic on the channel still unsubscribing
+	counted bool          // messages are counts (see Counted)
 }
 
 // Waiter is one goroutine's interest in a channel.
 type Waiter struct {
-	h *Hub
-	t *topic
-	c chan struct{}
+	h      *Hub
+	t      *topic
+	c      chan struct{}
+	weight int // permits it waits for, on a counted channel
+}
+
+// A WatchOption configures one Watch.
+type WatchOption interface{ applyWatch(*Waiter) }
+
+type watchOptionFunc func(*Waiter)
+
+func (f watchOptionFunc) applyWatch(w *Waiter) { f(w) }
+
+// Counted registers the waiter as waiting for weight permits (at least 1) on
+// a channel whose messages are counts, as a Redisson semaphore's channel
+// (redisson_sc:{NAME}) carries the permits available after each change. A
+// message N on such a channel wakes waiters whose weights add up to at most
+// N, the heaviest first and, among equal weights, the longest waiting first;
+// a waiter heavier than what is left is passed over, and one with a wake-up
+// pending already is not counted (it will try anyway). A message of 0 or less
+// wakes none; one that is not a number wakes one, as on any channel ("1"
+// wakes one waiter of weight 1, not every waiter). A channel is counted once
+// any of its waiters is: give the option to every Watch of the channel.
+// Default: not counted.
+func Counted(weight int) WatchOption {
+	return watchOptionFunc(func(w *Waiter) { w.weight = max(weight, 1) })
 }
 
 // Watch registers a waiter on channel and, if it is the first, subscribes.
@@ -91,7 +118,7 @@ type Waiter struct {
 // for none). Watch does not block: the subscription is confirmed when Ready
 // is closed, and only a message published after that is sure to arrive, so
 // the waiter tries its lock once more after Ready. Leave must be called.
-func (h *Hub) Watch(channel, key string) (*Waiter, error) {
+func (h *Hub) Watch(channel, key string, opts ...WatchOption) (*Waiter, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -110,6 +137,12 @@ func (h *Hub) Watch(channel, key string) (*Waiter, error) {
 		go h.subscribe(t)
 	}
 	w := &Waiter{h: h, t: t, c: make(chan struct{}, 1)}
+	for _, o := range opts {
+		if o != nil {
+			o.applyWatch(w)
+		}
+	}
+	t.counted = t.counted || w.weight > 0
 	t.waiters = append(t.waiters, w)
 	return w, nil
 }
@@ -265,10 +298,42 @@ func (h *Hub) subscribe(t *topic) {
 func (h *Hub) deliver(t *topic, msg string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if msg == WakeAllMessage {
+	if t.counted {
+		if n, err := strconv.ParseInt(msg, 10, 64); err == nil {
+			h.wakeCount(t, n)
+			return
+		}
+	}
+	if msg == WakeAllMessage && !t.counted {
 		h.wakeAll(t)
 	} else {
 		h.wakeOne(t)
+	}
+}
+
+// wakeCount wakes waiters of the counted topic t whose weights add up to at
+// most n, heaviest first, the longest waiting first among equals (the order
+// in which a semaphore serves them: see Counted). A waiter with a wake-up
+// pending already will try anyway: it is not counted. Called with h.mu held.
+func (h *Hub) wakeCount(t *topic, n int64) {
+	if n <= 0 {
+		return
+	}
+	order := slices.Clone(t.waiters)
+	slices.SortStableFunc(order, func(a, b *Waiter) int { return cmp.Compare(b.weight, a.weight) })
+	for _, w := range order {
+		weight := int64(max(w.weight, 1)) // a waiter watching without Counted
+		if weight > n {
+			continue
+		}
+		select {
+		case w.c <- struct{}{}:
+			h.wakeups.Add(1)
+			if n -= weight; n == 0 {
+				return
+			}
+		default:
+		}
 	}
 }
 

@@ -199,3 +199,66 @@ func TestWatchAfterClose(t *testing.T) {
 		t.Fatalf("Watch after Close = %v, want ErrClosed", err)
 	}
 }
+
+// On a counted channel (a semaphore's: each message is the permits
+// available) a message N wakes waiters whose weights add up to at most N,
+// heaviest first and the longest waiting first among equals, passing over a
+// waiter that does not fit; a waiter already woken is not counted. So a
+// release wakes as many waiters as permits came free, not one, not all; "1"
+// wakes one waiter there, not every waiter; 0 wakes none.
+func TestCountedWakesByWeight(t *testing.T) {
+	srv := redistest.Start(t)
+	h, _ := newHub(t, srv.Addr())
+	names := []string{"a", "b", "c", "d"} // oldest first
+	weights := []int{1, 3, 1, 2}
+	ws := map[string]*event.Waiter{}
+	for i, name := range names {
+		w, err := h.Watch("sc", "", event.Counted(weights[i]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Leave(false)
+		<-w.Ready()
+		ws[name] = w
+	}
+	// publish sends msg and returns the waiters it woke, in name order.
+	publish := func(msg string, want int) string {
+		t.Helper()
+		before := h.Stats().Wakeups
+		srv.Do("PUBLISH", "sc", msg)
+		if want == 0 {
+			time.Sleep(100 * time.Millisecond) // time enough for a wrong wake-up to show
+		}
+		eventually(t, 5*time.Second, "wake-ups delivered", func() bool { return h.Stats().Wakeups >= before+uint64(want) })
+		got := ""
+		for _, name := range names {
+			if woken(ws[name], 20*time.Millisecond) {
+				got += name
+			}
+		}
+		return got
+	}
+	for _, st := range []struct{ msg, want string }{
+		{"3", "b"},    // the heaviest fits exactly
+		{"2", "d"},    // b (3) does not fit: passed over
+		{"4", "ab"},   // b, then 1 left: the oldest of weight 1
+		{"5", "bd"},   // 3 + 2: nothing left for the 1s
+		{"7", "abcd"}, // all
+		{"1", "a"},    // one of weight 1, not every waiter
+		{"0", ""},     // nothing available: nobody
+		{"-2", ""},    // below zero (permits taken away): nobody
+		{"x", "a"},    // not a count: one, the longest waiting
+	} {
+		if got := publish(st.msg, len(st.want)); got != st.want {
+			t.Fatalf("message %q woke %q, want %q", st.msg, got, st.want)
+		}
+	}
+	// A waiter woken already, and not yet trying, is not counted: b's
+	// wake-up from the first "3" is pending when the second comes.
+	before := h.Stats().Wakeups
+	srv.Do("PUBLISH", "sc", "3")
+	eventually(t, 5*time.Second, "b woken", func() bool { return h.Stats().Wakeups == before+1 })
+	if got := publish("3", 2); got != "abd" {
+		t.Fatalf("with b's wake-up pending, message \"3\" left %q woken, want \"abd\"", got)
+	}
+}

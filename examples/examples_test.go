@@ -56,6 +56,13 @@ var runs = []struct {
 		`^pipelined, window 64: +300 orders in .* \(300 processed, 0 twice\)$`,
 		`^ok: every order processed exactly once`,
 	}},
+	{"crawler", "crawler", nil, []string{
+		`^supervisor: 3 crawler processes, 4 workers each, at most 3 fetches in flight; 60 pages$`,
+		`^supervisor: kill -9 crawler 1 with [123] of the 3 fetches in flight; it cannot release$`,
+		`^supervisor: its permits came back .* after the kill \(lease 1s\): 3 fetches in flight again$`,
+		`^site: 60 of 60 pages fetched, at most 3 in flight at once$`,
+		`^ok: never more than 3 fetches in flight, and the killed crawler's permits came back$`,
+	}},
 	{"leader", "leader", nil, []string{
 		`^candidate \d: leader \d+$`,
 		`^supervisor: kill -9 candidate \d`,

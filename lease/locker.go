@@ -2,8 +2,8 @@ package lease
 
 import "context"
 
-// Locker is a lock that hands out Leases. rlock, fairqueue, rw and quorum
-// implement it.
+// Locker is a lock that hands out Leases. rlock, fairqueue, rw, quorum and
+// semaphore (its permits) implement it.
 type Locker interface {
 	// Acquire blocks until the lock is held or ctx is done; ctx's deadline is
 	// the longest the caller will wait. On failure it returns an error

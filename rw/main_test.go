@@ -29,6 +29,8 @@ var (
 	release     = locktest.Release
 	isLost      = locktest.IsLost
 	wantErr     = locktest.WantErr
+	result      = locktest.Result
+	isDone      = locktest.IsDone
 )
 
 // woken bounds how long a waiter may take to get the lock after the event
@@ -44,30 +46,6 @@ func mustTry(t *testing.T, l lease.Locker, ctx context.Context) *lease.Lease {
 		t.Fatalf("TryAcquire: %v", err)
 	}
 	return ls
-}
-
-// result waits for f within d and returns its lease.
-func result(t *testing.T, f *lease.Future, d time.Duration) *lease.Lease {
-	t.Helper()
-	select {
-	case <-f.Done():
-	case <-time.After(d):
-		t.Fatalf("waiter not done within %v", d)
-	}
-	ls, err := f.Result()
-	if err != nil {
-		t.Fatalf("waiter: %v", err)
-	}
-	return ls
-}
-
-func isDone(f *lease.Future) bool {
-	select {
-	case <-f.Done():
-		return true
-	default:
-		return false
-	}
 }
 
 // hash is the lock hash NAME as Redis holds it.

@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
+	"github.com/leasehold/leasehold/internal/locktest"
 	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rw"
@@ -16,32 +15,7 @@ import (
 
 // subscribe listens on channel with a plain client, as a Redisson waiter
 // would, and returns the messages heard.
-func subscribe(t *testing.T, srv *redistest.Server, channel string) <-chan string {
-	t.Helper()
-	rc := srv.Client()
-	ctx, cancel := context.WithCancel(context.Background())
-	ch := make(chan string, 64)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = rc.Receive(ctx, rc.B().Subscribe().Channel(channel).Build(), func(m rueidis.PubSubMessage) {
-			select {
-			case ch <- m.Message:
-			default:
-			}
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	eventually(t, 5*time.Second, "subscribed to "+channel, func() bool {
-		v, err := srv.Do("PUBSUB", "NUMSUB", channel).ToArray()
-		if err != nil || len(v) != 2 {
-			return false
-		}
-		n, _ := v[1].AsInt64()
-		return n == 1
-	})
-	return ch
-}
+var subscribe = locktest.Subscribe
 
 // next returns the next message on ch: after the action under test the test
 // publishes a marker, so "no message" shows as the marker coming first.

@@ -2,12 +2,11 @@ package rw_test
 
 import (
 	"context"
-	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/locktest"
 	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rw"
@@ -93,37 +92,11 @@ func TestWriterNotStarvedByReaderStream(t *testing.T) {
 	// Four readers, each holding 200ms then coming straight back, started
 	// 50ms apart: at any moment about three of them hold.
 	const readers, hold = 4, 200 * time.Millisecond
-	var wg sync.WaitGroup
-	errs := make(chan error, readers)
-	for i := 0; i < readers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l := rw.New(rcs[i%len(rcs)], "stream", opt).Read()
-			select {
-			case <-time.After(time.Duration(i) * hold / readers):
-			case <-stream.Done():
-				return
-			}
-			for {
-				ls, err := l.Acquire(stream)
-				if err != nil {
-					if !errors.Is(err, context.Canceled) {
-						errs <- err
-					}
-					return
-				}
-				select {
-				case <-time.After(hold):
-				case <-stream.Done():
-				}
-				if err := ls.Release(context.Background()); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
+	ls := make([]lease.Locker, readers)
+	for i := range ls {
+		ls[i] = rw.New(rcs[i%len(rcs)], "stream", opt).Read()
 	}
+	wait := locktest.Stream(t, stream, ls, hold, hold/readers)
 	eventually(t, 5*time.Second, "readers overlapping", func() bool {
 		rs, _ := owners(t, srv, "stream")
 		return len(rs) >= 2
@@ -147,11 +120,7 @@ func TestWriterNotStarvedByReaderStream(t *testing.T) {
 		return len(rs) >= 1
 	})
 	stop()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	wait()
 }
 
 // A preferring writer that gives up waiting withdraws its announcement and

@@ -46,6 +46,8 @@ func All() []*Script {
 		RWReadAcquire, RWReadRelease, RWReadRenew,
 		RWWriteAcquire, RWWriteRelease, RWWriteRenew, RWWriteAbandon,
 		TokenRaise,
+		SemaphoreAcquire, SemaphoreRelease, SemaphoreRenew, SemaphoreAbandon,
+		SemaphoreSet, SemaphoreAdd, SemaphoreAvailable,
 	}
 }
 

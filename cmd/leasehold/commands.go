@@ -160,6 +160,8 @@ func release(ctx context.Context, e env, name string, yes bool) error {
 	switch {
 	case s.kind == kindNotLock:
 		return fmt.Errorf("%s is a Redis %s, not a lock: left alone", name, s.redis)
+	case s.kind == kindSemaphore:
+		return fmt.Errorf("%s is a semaphore: its permits come back when their leases end; release takes none: left alone", name)
 	case !s.held():
 		fmt.Fprintf(e.stdout, "%s is not held: nothing to release\n", name)
 		return nil
@@ -208,6 +210,18 @@ func list(ctx context.Context, e env, pattern string, count int64, asJSON bool) 
 		}
 		err = scan(ctx, node, script.FairQueueKey(pattern), "list", count, func(key string) {
 			name := strings.TrimPrefix(key, queuePrefix)
+			if strings.HasPrefix(name, "{") && strings.HasSuffix(name, "}") {
+				name = name[1 : len(name)-1]
+			}
+			names[name] = true
+		})
+		if err != nil {
+			return err
+		}
+		// A semaphore is a string; one with permits held has its set of
+		// permits, {NAME}:timeout: find it by that.
+		err = scan(ctx, node, script.SemaphoreTimeoutKey(pattern), "zset", count, func(key string) {
+			name := strings.TrimSuffix(key, ":timeout")
 			if strings.HasPrefix(name, "{") && strings.HasSuffix(name, "}") {
 				name = name[1 : len(name)-1]
 			}

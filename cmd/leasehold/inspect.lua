@@ -7,13 +7,17 @@
 -- KEYS[3]  redisson_lock_queue:{NAME}         fair lock: waiting owners, oldest first
 -- KEYS[4]  redisson_lock_timeout:{NAME}       fair lock: waiter -> deadline (ms)
 -- KEYS[5]  leasehold_rwlock_writers:{NAME}    rw: waiting writers -> announcement expiry (ms)
+-- KEYS[6]  {NAME}:timeout                     semaphore: permit id -> expiry (ms)
+-- KEYS[7]  leasehold_semaphore_claims:{NAME}  semaphore: waiter OWNER:N -> claim expiry (ms)
 -- ARGV[1]  prefix of the rw read hold keys, {NAME} (NAME if it holds a '{');
 --          hold N of OWNER is PREFIX:OWNER:rwlock_timeout:N
 --
 -- Returns {type of NAME, pttl of NAME, {field, value, ...} of the hash,
 --          token or false, {queued owner, ...}, {owner, deadline, ...},
 --          {writer, expiry, ...}, now (ms, server clock),
---          {{reader, pttl of hold 1, pttl of hold 2, ...}, ...}}
+--          {{reader, pttl of hold 1, pttl of hold 2, ...}, ...},
+--          {permit id, expiry, ...}, {claim, expiry, ...},
+--          the string NAME holds (a semaphore's permits available) or false}
 -- The read holds are keys the script does not declare, as Redisson's read
 -- lock scripts do; they share NAME's cluster slot.
 local t = redis.call('time')
@@ -51,4 +55,9 @@ local token = false
 if redis.call('type', KEYS[2])['ok'] == 'string' then
   token = redis.call('get', KEYS[2])
 end
-return {typ, redis.call('pttl', KEYS[1]), fields, token, queue, zall(KEYS[4]), zall(KEYS[5]), now, holds}
+local count = false
+if typ == 'string' then
+  count = redis.call('get', KEYS[1])
+end
+return {typ, redis.call('pttl', KEYS[1]), fields, token, queue, zall(KEYS[4]), zall(KEYS[5]), now, holds,
+  zall(KEYS[6]), zall(KEYS[7]), count}

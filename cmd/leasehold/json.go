@@ -13,7 +13,7 @@ import (
 // null means "does not apply".
 type lockJSON struct {
 	Name string `json:"name"`
-	// Kind is free, rlock, fair, rw or not_a_lock.
+	// Kind is free, rlock, fair, rw, semaphore or not_a_lock.
 	Kind string `json:"kind"`
 	// RedisType is the Redis type of the key NAME: hash for a held lock,
 	// none when there is no key.
@@ -34,6 +34,32 @@ type lockJSON struct {
 	// Time is when the snapshot was taken, by the Redis server's clock (RFC
 	// 3339, UTC, milliseconds).
 	Time string `json:"time"`
+	// Semaphore is a semaphore's permits, null for a lock.
+	Semaphore *semaphoreJSON `json:"semaphore"`
+}
+
+type semaphoreJSON struct {
+	// Total is the permits available plus those held, Available the count
+	// NAME holds (below 0 after permits held were taken away); both null
+	// when the semaphore's permits were never set.
+	Total     *int64 `json:"total"`
+	Available *int64 `json:"available"`
+	// Holders is how many leases hold permits.
+	Holders int `json:"holders"`
+	// Permits are those held, soonest expiry first.
+	Permits []permitJSON `json:"permits"`
+	// Claims are the waiters for several permits holding smaller takers
+	// back, owner OWNER:N.
+	Claims []waiterJSON `json:"claims"`
+}
+
+type permitJSON struct {
+	// ID is the permit's id in hex, as Redisson's API names it.
+	ID string `json:"id"`
+	// TTLms is how long until its lease runs out, in milliseconds (0 or
+	// less once it has: the next attempt gives it back); -1 when it never
+	// expires (taken by Redisson without a lease time).
+	TTLms int64 `json:"ttl_ms"`
 }
 
 type holderJSON struct {
@@ -78,7 +104,7 @@ func toJSON(s *lockState) lockJSON {
 	if s.kind == kindRW {
 		j.Mode = &s.mode
 	}
-	if s.held() {
+	if s.held() && s.sem == nil { // a semaphore's permits carry their own
 		ttl := int64(-1)
 		if s.ttl >= 0 {
 			ttl = s.ttl.Milliseconds()
@@ -100,6 +126,25 @@ func toJSON(s *lockState) lockJSON {
 	}
 	for _, w := range s.writers {
 		j.WaitingWriters = append(j.WaitingWriters, waiterToJSON(w))
+	}
+	if sem := s.sem; sem != nil {
+		sj := &semaphoreJSON{Holders: sem.holders(), Permits: make([]permitJSON, 0, len(sem.permits)),
+			Claims: make([]waiterJSON, 0, len(sem.claims))}
+		if sem.set {
+			total, available := sem.total(), sem.available
+			sj.Total, sj.Available = &total, &available
+		}
+		for _, p := range sem.permits {
+			ttl := p.left.Milliseconds()
+			if p.never {
+				ttl = -1
+			}
+			sj.Permits = append(sj.Permits, permitJSON{ID: p.id, TTLms: ttl})
+		}
+		for _, c := range sem.claims {
+			sj.Claims = append(sj.Claims, waiterToJSON(c))
+		}
+		j.Semaphore = sj
 	}
 	return j
 }

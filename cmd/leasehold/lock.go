@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	_ "embed"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strconv"
@@ -27,11 +28,12 @@ var inspectScript = rueidis.NewLuaScript(inspectSource)
 type kind int
 
 const (
-	kindFree    kind = iota // no lock (perhaps a fencing counter or a queue)
-	kindRLock               // reentrant lock (or a fair lock nobody waits for)
-	kindFair                // fair lock with waiters
-	kindRW                  // read-write lock
-	kindNotLock             // a key that is not a lock
+	kindFree      kind = iota // no lock (perhaps a fencing counter or a queue)
+	kindRLock                 // reentrant lock (or a fair lock nobody waits for)
+	kindFair                  // fair lock with waiters
+	kindRW                    // read-write lock
+	kindSemaphore             // semaphore: NAME a string holding its permits available
+	kindNotLock               // a key that is not a lock
 )
 
 func (k kind) String() string {
@@ -42,6 +44,8 @@ func (k kind) String() string {
 		return "fair"
 	case kindRW:
 		return "rw"
+	case kindSemaphore:
+		return "semaphore"
 	case kindNotLock:
 		return "not a lock"
 	}
@@ -82,10 +86,44 @@ type lockState struct {
 	writers []waiter      // rw: waiting writers (writer preference)
 	foreign []string      // fields of a hash that do not look like a lock
 	at      time.Time     // when the snapshot was taken, by the server's clock
+	sem     *semState     // a semaphore's permits; nil for a lock
 }
 
-// held reports whether anyone holds the lock.
-func (s *lockState) held() bool { return len(s.holders) > 0 }
+// semState is a semaphore's permits.
+type semState struct {
+	// set is false when NAME holds no count (never set, or deleted while
+	// permits were held): takers wait.
+	set       bool
+	available int64    // NAME's count: may be below 0 after permits were taken away
+	permits   []permit // held, soonest expiry first
+	claims    []waiter // waiters for several permits, owner OWNER:N
+}
+
+// permit is one permit held.
+type permit struct {
+	id    string        // hex, as Java's API names it
+	left  time.Duration // until its lease runs out; 0 or less once it has
+	never bool          // taken by Redisson without a lease: never expires
+}
+
+// total is the semaphore's permits, available and held.
+func (s *semState) total() int64 { return s.available + int64(len(s.permits)) }
+
+// holders is how many leases hold permits: leasehold's permits of one lease
+// share their first 14 bytes (script.PermitPrefix); Redisson's ids are
+// random, each its own.
+func (s *semState) holders() int {
+	leases := map[string]bool{}
+	for _, p := range s.permits {
+		leases[p.id[:min(len(p.id), 28)]] = true
+	}
+	return len(leases)
+}
+
+// held reports whether anyone holds the lock, or a permit of the semaphore.
+func (s *lockState) held() bool {
+	return len(s.holders) > 0 || (s.sem != nil && len(s.sem.permits) > 0)
+}
 
 // readState takes one snapshot of the lock name.
 func readState(ctx context.Context, rc rueidis.Client, name string) (*lockState, error) {
@@ -98,12 +136,13 @@ func readState(ctx context.Context, rc rueidis.Client, name string) (*lockState,
 
 // inspectKeys are the keys inspect.lua reads for the lock name.
 func inspectKeys(name string) []string {
-	return []string{name, script.TokenKey(name), script.FairQueueKey(name), script.FairTimeoutKey(name), script.WritersKey(name)}
+	return []string{name, script.TokenKey(name), script.FairQueueKey(name), script.FairTimeoutKey(name), script.WritersKey(name),
+		script.SemaphoreTimeoutKey(name), script.SemaphoreClaimsKey(name)}
 }
 
 func parseState(name string, res []rueidis.RedisMessage) (*lockState, error) {
-	if len(res) != 9 {
-		return nil, fmt.Errorf("inspect %s: %d values from the script, want 9", name, len(res))
+	if len(res) != 12 {
+		return nil, fmt.Errorf("inspect %s: %d values from the script, want 12", name, len(res))
 	}
 	s := &lockState{name: name}
 	var err error
@@ -143,6 +182,9 @@ func parseState(name string, res []rueidis.RedisMessage) (*lockState, error) {
 		return nil, err
 	}
 	s.at = time.UnixMilli(now)
+	if s.sem, err = parseSemaphore(s.redis, res[9:], now); err != nil {
+		return nil, err
+	}
 
 	for _, owner := range queue {
 		w := waiter{owner: owner}
@@ -156,15 +198,17 @@ func parseState(name string, res []rueidis.RedisMessage) (*lockState, error) {
 	}
 	sort.Slice(s.writers, func(i, j int) bool { return s.writers[i].owner < s.writers[j].owner })
 
-	switch s.redis {
-	case "none":
+	switch {
+	case s.sem != nil:
+		s.kind = kindSemaphore
+		return s, nil
+	case s.redis == "none":
 		s.kind = kindFree
 		if len(queue) > 0 {
 			s.kind = kindFair // free, but with waiters about to take it
 		}
 		return s, nil
-	case "hash":
-	default:
+	case s.redis != "hash":
 		s.kind = kindNotLock
 		return s, nil
 	}
@@ -201,6 +245,50 @@ func parseState(name string, res []rueidis.RedisMessage) (*lockState, error) {
 		return a.owner < b.owner
 	})
 	return s, nil
+}
+
+// parseSemaphore reads a semaphore's permits, claims and count (the last
+// three values of inspect.lua) when NAME is one: a string holding an integer,
+// or no key but permits held. It returns nil for anything else.
+func parseSemaphore(typ string, res []rueidis.RedisMessage, now int64) (*semState, error) {
+	held, err := scores(res[0])
+	if err != nil {
+		return nil, err
+	}
+	claimed, err := scores(res[1])
+	if err != nil {
+		return nil, err
+	}
+	sem := &semState{}
+	if count, err := res[2].ToString(); err == nil {
+		if sem.available, err = strconv.ParseInt(count, 10, 64); err != nil {
+			return nil, nil // a string, but not a count: not a semaphore
+		}
+		sem.set = true
+	}
+	if !sem.set && (typ != "none" || len(held) == 0) {
+		return nil, nil
+	}
+	for id, expiry := range held {
+		p := permit{id: hex.EncodeToString([]byte(id)), left: time.Duration(expiry-now) * time.Millisecond}
+		p.never = expiry == script.NonExpiring
+		sem.permits = append(sem.permits, p)
+	}
+	sort.Slice(sem.permits, func(i, j int) bool {
+		a, b := sem.permits[i], sem.permits[j]
+		if a.never != b.never {
+			return b.never
+		}
+		if a.left != b.left {
+			return a.left < b.left
+		}
+		return a.id < b.id
+	})
+	for owner, expiry := range claimed {
+		sem.claims = append(sem.claims, waiter{owner: owner, left: time.Duration(expiry-now) * time.Millisecond, known: true})
+	}
+	sort.Slice(sem.claims, func(i, j int) bool { return sem.claims[i].owner < sem.claims[j].owner })
+	return sem, nil
 }
 
 // ownerLike reports whether f has the shape of an owner field: leasehold's

@@ -9,7 +9,9 @@
 //
 //	inspect NAME    the lock NAME: its kind (rlock, fair, rw), holders and
 //	                hold counts, TTL, fencing token, the fair queue's waiters
-//	                with how long each keeps its place, the read holds
+//	                with how long each keeps its place, the read holds; or
+//	                the semaphore NAME: total, available, each permit held
+//	                with its expiry, the waiters for several permits
 //	watch NAME      inspect NAME, redrawn as it changes, until interrupted;
 //	                -interval sets how often it looks (default 500ms)
 //	release NAME    force-release NAME whoever holds it, waking its waiters;
@@ -26,11 +28,13 @@
 //	 "reads_ttl_ms":null}],"waiters":[{"owner":"fc42…:1","ttl_ms":3990}],
 //	 "waiting_writers":[],"time":"2026-11-23T10:15:02.123Z"}
 //
-// kind is free, rlock, fair, rw or not_a_lock; ttl_ms is null when the lock
-// is not held and -1 when it never expires; reads_ttl_ms lists a read-write
-// lock's read holds of an owner; a waiter's ttl_ms is how long it keeps its
-// place (null: no deadline). Fields are never left out: null means "does not
-// apply".
+// kind is free, rlock, fair, rw, semaphore or not_a_lock; ttl_ms is null
+// when the lock is not held (or is a semaphore) and -1 when it never
+// expires; reads_ttl_ms lists a read-write lock's read holds of an owner; a
+// waiter's ttl_ms is how long it keeps its place (null: no deadline);
+// semaphore is a semaphore's {"total", "available", "holders", "permits":
+// [{"id", "ttl_ms"}], "claims"}. Fields are never left out: null means "does
+// not apply".
 //
 // The connection flags, accepted before or after the command:
 //
@@ -49,7 +53,9 @@
 // read-write lock; a hash whose lock has a queue (redisson_lock_queue:{NAME})
 // or waiter deadlines is a fair lock; any other hash of owner -> hold count
 // is a reentrant lock. A fair lock nobody waits for is laid out exactly as a
-// reentrant lock, and is shown as one.
+// reentrant lock, and is shown as one. A string holding an integer is a
+// semaphore's count of permits available (list finds semaphores by their set
+// of permits held, {NAME}:timeout); release leaves semaphores alone.
 package main
 
 import (

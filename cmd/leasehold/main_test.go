@@ -722,6 +722,16 @@ type jsonLock struct {
 	Waiters        []jsonWaiter `json:"waiters"`
 	WaitingWriters []jsonWaiter `json:"waiting_writers"`
 	Time           string       `json:"time"`
+	Semaphore      *struct {
+		Total     *int64 `json:"total"`
+		Available *int64 `json:"available"`
+		Holders   int    `json:"holders"`
+		Permits   []struct {
+			ID    string `json:"id"`
+			TTLms int64  `json:"ttl_ms"`
+		} `json:"permits"`
+		Claims []jsonWaiter `json:"claims"`
+	} `json:"semaphore"`
 }
 
 type jsonWaiter struct {
@@ -730,7 +740,7 @@ type jsonWaiter struct {
 }
 
 // jsonKeys are the fields every lock object has, null or not.
-var jsonKeys = []string{"name", "kind", "redis_type", "mode", "ttl_ms", "token", "holders", "waiters", "waiting_writers", "time"}
+var jsonKeys = []string{"name", "kind", "redis_type", "mode", "ttl_ms", "token", "holders", "waiters", "waiting_writers", "time", "semaphore"}
 
 // parseJSON decodes out, one JSON object a line, checking that each has
 // every field and no other.

@@ -10,11 +10,12 @@ import (
 
 // describe is the long name of each kind, as inspect shows it.
 var describe = map[kind]string{
-	kindFree:    "free (no lock key)",
-	kindRLock:   "rlock (reentrant lock)",
-	kindFair:    "fair (fair lock, FIFO)",
-	kindRW:      "rw (read-write lock)",
-	kindNotLock: "not a lock",
+	kindFree:      "free (no lock key)",
+	kindRLock:     "rlock (reentrant lock)",
+	kindFair:      "fair (fair lock, FIFO)",
+	kindRW:        "rw (read-write lock)",
+	kindSemaphore: "semaphore (permits, Redisson's RPermitExpirableSemaphore)",
+	kindNotLock:   "not a lock",
 }
 
 // render writes s as inspect shows it. Without times it leaves out every
@@ -34,6 +35,9 @@ func render(w io.Writer, s *lockState, times bool) error {
 		return head.flush()
 	}
 	head.row("kind", describe[s.kind])
+	if s.sem != nil {
+		return renderSemaphore(w, head, s.sem, dur)
+	}
 	if s.mode != "" {
 		head.row("mode", s.mode)
 	}
@@ -117,6 +121,58 @@ func render(w io.Writer, s *lockState, times bool) error {
 	return nil
 }
 
+// renderSemaphore writes the rest of a semaphore's inspect: its count, the
+// permits held with their expiry, the waiters for several permits.
+func renderSemaphore(w io.Writer, head tab, s *semState, dur func(time.Duration) string) error {
+	if !s.set {
+		head.row("permits", "not set: takers wait until they are (TrySetPermits)")
+	} else {
+		head.row("total", fmt.Sprint(s.total()))
+		head.row("available", fmt.Sprint(s.available))
+	}
+	switch n := len(s.permits); {
+	case n == 0:
+		head.row("state", "no permit held")
+	default:
+		head.row("state", fmt.Sprintf("%d permits held by %d holders", n, s.holders()))
+	}
+	if err := head.flush(); err != nil {
+		return err
+	}
+	if len(s.permits) > 0 {
+		fmt.Fprintln(w, "permits (soonest expiry first)")
+		t := table(w, "  ")
+		t.row("PERMIT", "EXPIRES IN")
+		for _, p := range s.permits {
+			switch {
+			case p.never:
+				t.row(p.id, "never (taken without a lease)")
+			case p.left <= 0:
+				t.row(p.id, "expired: given back at the next attempt")
+			default:
+				t.row(p.id, dur(p.left))
+			}
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	if len(s.claims) > 0 {
+		fmt.Fprintf(w, "waiting for several permits (%d), holding smaller takers back\n", len(s.claims))
+		t := table(w, "  ")
+		t.row("OWNER:PERMITS", "CLAIMED FOR")
+		for _, c := range s.claims {
+			left := dur(c.left)
+			if c.left <= 0 {
+				left = "expired: removed at the next attempt"
+			}
+			t.row(c.owner, left)
+		}
+		return t.flush()
+	}
+	return nil
+}
+
 // tab is a table of aligned columns, each line indented.
 type tab struct {
 	tw     *tabwriter.Writer
@@ -155,11 +211,11 @@ func renderList(w io.Writer, states []*lockState) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tMODE\tHOLDERS\tHOLDS\tTTL\tTOKEN\tWAITERS")
 	for _, s := range states {
-		holds := int64(0)
+		holders, holds := len(s.holders), int64(0)
 		for _, h := range s.holders {
 			holds += h.count
 		}
-		mode, ttl := s.mode, "-"
+		mode, ttl, waiters := s.mode, "-", len(s.waiters)+len(s.writers)
 		if mode == "" {
 			mode = "-"
 		}
@@ -169,8 +225,20 @@ func renderList(w io.Writer, states []*lockState) error {
 				ttl = "none"
 			}
 		}
+		if sem := s.sem; sem != nil {
+			// MODE says how many of the total are free; TTL is the soonest
+			// expiry of a permit held.
+			mode, ttl, waiters = fmt.Sprintf("%d/%d free", sem.available, sem.total()), "-", len(sem.claims)
+			holders, holds = sem.holders(), int64(len(sem.permits))
+			if len(sem.permits) > 0 {
+				ttl = "none"
+				if p := sem.permits[0]; !p.never {
+					ttl = duration(p.left)
+				}
+			}
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%d\t%d\n",
-			s.name, s.kind, mode, len(s.holders), holds, ttl, s.token, len(s.waiters)+len(s.writers))
+			s.name, s.kind, mode, holders, holds, ttl, s.token, waiters)
 	}
 	return tw.Flush()
 }

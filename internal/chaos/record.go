@@ -25,6 +25,10 @@ type Section struct {
 	// lost (0: it was not): from then on the holder must not act.
 	Lost    Mono   `json:"lost,omitempty"`
 	LostErr string `json:"lost_err,omitempty"`
+	// Deadline is the lease's local deadline when the section ended: the
+	// last confirmed renewal (or the acquisition) plus the lease, less the
+	// drift margin (lease.Lease.Deadline); 0 when it had none.
+	Deadline Mono `json:"deadline,omitempty"`
 	// Writes are the section's writes to the fenced resource, in order.
 	Writes []Write `json:"writes"`
 	// Skipped counts writes the holder did not make because its lease was

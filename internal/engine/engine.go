@@ -16,6 +16,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/redis/rueidis"
 
+	"github.com/leasehold/leasehold/event"
 	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
@@ -38,6 +39,11 @@ type Engine struct {
 	proto  Protocol
 	clock  clock
 	watch  watcher
+	// reentrant is false for a NonReentrant protocol.
+	reentrant bool
+	// watchOpts register its waiters with the hub (a Counted protocol's
+	// weight).
+	watchOpts []event.WatchOption
 }
 
 // New returns the engine of the lock name on c, of the kind p, configured by
@@ -45,6 +51,11 @@ type Engine struct {
 // and name. c may be nil: every call then fails with lease.ErrInvalid.
 func New(c *core.Client, name string, scope any, cfg core.LockConfig, p Protocol) *Engine {
 	e := &Engine{client: c, name: name, scope: scope, cfg: cfg, proto: p, clock: realClock{}}
+	_, never := p.(NonReentrant)
+	e.reentrant = !never
+	if w, ok := p.(Counted); ok {
+		e.watchOpts = []event.WatchOption{event.Counted(w.Weight())}
+	}
 	if c != nil {
 		e.watch = hubWatcher{c.Hub()}
 	}
@@ -164,7 +175,7 @@ func (e *Engine) acquire(ctx context.Context, op string, wait bool, n *int) (*le
 	if ctx.Err() != nil {
 		return nil, e.ctxErr(ctx, op, nil)
 	}
-	if h := core.HoldFrom(ctx, e.scope, e.name); h != nil {
+	if h := e.held(ctx); h != nil {
 		*n++
 		return e.reenter(ctx, op, h)
 	}
@@ -184,6 +195,15 @@ func (e *Engine) acquire(ctx context.Context, op string, wait bool, n *int) (*le
 		owner = e.owner(ctx) // the first is being undone: see attempt
 	}
 	return e.wait(ctx, op, owner, g, err, n)
+}
+
+// held is the hold of this lock that ctx carries, for a re-entry: nil when
+// it carries none or the protocol is NonReentrant.
+func (e *Engine) held(ctx context.Context) *core.Hold {
+	if !e.reentrant {
+		return nil
+	}
+	return core.HoldFrom(ctx, e.scope, e.name)
 }
 
 // owner picks the owner of a fresh acquisition.
@@ -272,7 +292,8 @@ func (e *Engine) channel(owner string) string {
 
 // register registers a waiter for owner's wake-ups.
 func (e *Engine) register(op, owner string) (waiter, error) {
-	w, err := e.watch.Watch(e.proto.Wakeup(owner))
+	ch, key := e.proto.Wakeup(owner)
+	w, err := e.watch.Watch(ch, key, e.watchOpts...)
 	if err != nil {
 		if cerr := e.Check(op); cerr != nil {
 			return nil, cerr

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/leasehold/leasehold/event"
 	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
@@ -91,8 +92,8 @@ type fakeHub struct {
 
 func newFakeHub() *fakeHub { return &fakeHub{watched: make(chan *fakeWaiter, 8)} }
 
-func (h *fakeHub) Watch(channel, key string) (waiter, error) {
-	w := &fakeWaiter{channel: channel, ready: make(chan struct{}), c: make(chan struct{}, 1), left: make(chan bool, 1)}
+func (h *fakeHub) Watch(channel, key string, opts ...event.WatchOption) (waiter, error) {
+	w := &fakeWaiter{channel: channel, opts: len(opts), ready: make(chan struct{}), c: make(chan struct{}, 1), left: make(chan bool, 1)}
 	h.mu.Lock()
 	h.waiters = append(h.waiters, w)
 	h.mu.Unlock()
@@ -102,6 +103,7 @@ func (h *fakeHub) Watch(channel, key string) (waiter, error) {
 
 type fakeWaiter struct {
 	channel string
+	opts    int // WatchOptions it was registered with
 	ready   chan struct{}
 	c       chan struct{}
 	left    chan bool // receives Leave's passOn
@@ -424,5 +426,54 @@ func TestReentryUnderLeaseContext(t *testing.T) {
 	}
 	if inner.HoldCount() != 2 || inner.Token() != 2 {
 		t.Fatalf("hold count %d, token %d; want 2, 2", inner.HoldCount(), inner.Token())
+	}
+}
+
+// permitProtocol is the fake protocol of a kind whose holds are never
+// re-entered and whose waiters wait for several permits (a semaphore's).
+type permitProtocol struct{ *fakeProtocol }
+
+func (permitProtocol) NonReentrant() {}
+func (permitProtocol) Weight() int   { return 3 }
+
+// A NonReentrant protocol opts out of reentrancy: an Acquire under a lease's
+// context of the same lock is a fresh acquisition, under a new owner, that
+// waits like any other and returns a lease on a hold of its own (a second
+// permit of a semaphore, not a re-entry of the first); neither lease's hold
+// count moves, and each is released on its own. Its waiters are registered
+// with the hub as Counted.
+func TestNonReentrantTakesAnotherHold(t *testing.T) {
+	r := newRig(t)
+	r.e = New(r.c, "job", "scope", core.LockConfig{LeaseTime: time.Hour, Watchdog: time.Hour}, permitProtocol{r.proto})
+	r.e.clock, r.e.watch = r.clock, r.hub
+	r.proto.answers <- answer{g: lua.Grant{Acquired: true}}
+	outer := held(t, r.acquire(context.Background()))
+	first := recv(t, r.proto.tries, "first attempt")
+
+	r.proto.answers <- answer{g: lua.Grant{Wait: time.Hour}}
+	done := r.acquire(outer.Context())
+	second := recv(t, r.proto.tries, "attempt under the lease's context")
+	if second == first {
+		t.Fatalf("attempt under the lease's context as its owner %q: a re-entry", first)
+	}
+	w := recv(t, r.hub.watched, "watch: it waits like any acquisition")
+	if w.opts != 1 {
+		t.Fatalf("waiter registered with %d watch options, want 1 (Counted)", w.opts)
+	}
+	recv(t, r.clock.armed, "timer")
+	r.proto.answers <- answer{g: lua.Grant{Acquired: true}}
+	w.c <- struct{}{}
+	if again := recv(t, r.proto.tries, "attempt on wake-up"); again != second {
+		t.Fatalf("woken attempt as %q, want %q", again, second)
+	}
+	inner := held(t, done)
+	if inner.Owner() != second || outer.HoldCount() != 1 || inner.HoldCount() != 1 {
+		t.Fatalf("inner owner %q, hold counts %d and %d; want owner %q and 1, 1", inner.Owner(), outer.HoldCount(), inner.HoldCount(), second)
+	}
+	if err := inner.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if outer.Err() != nil || outer.Context().Err() != nil {
+		t.Fatalf("releasing the second hold ended the first: %v", outer.Context().Err())
 	}
 }

@@ -29,6 +29,16 @@ func (b Bound) raiseToken(ctx context.Context, floor uint64) (uint64, error) {
 	return b.e.raiseToken(ctx, floor)
 }
 
+// Unfenced is embedded, as Bound is, by a lock whose acquisitions draw no
+// fencing token (a semaphore's permits): it tells quorum which Client the
+// lock runs on, and has no counter to raise (see RaiseToken).
+type Unfenced struct{ e *Engine }
+
+// Unfenced returns the Unfenced of e, for its lock to embed.
+func (e *Engine) Unfenced() Unfenced { return Unfenced{e} }
+
+func (u Unfenced) clients() []*core.Client { return u.e.clients() }
+
 // Group is embedded by a lock made of other locks (quorum): it runs on its
 // members' Clients, and its goroutines are ones their Close waits for.
 type Group struct{ cs []*core.Client }

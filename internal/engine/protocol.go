@@ -33,6 +33,22 @@ type Protocol interface {
 	Wakeup(owner string) (channel, key string)
 }
 
+// NonReentrant is implemented by a Protocol whose holds are never re-entered
+// (a semaphore's permits): an Acquire under a lease's context of the same
+// lock takes a hold of its own, under a new owner, as from any other
+// context. Without it the Engine re-enters the hold the context carries.
+type NonReentrant interface {
+	NonReentrant()
+}
+
+// Counted is implemented by a Protocol whose channel carries counts rather
+// than unlock messages (a semaphore's, the permits available after each
+// change): each of its waiters waits for Weight permits, and the hub wakes
+// as many waiters as a message's count covers (event.Counted).
+type Counted interface {
+	Weight() int
+}
+
 // Abandoner is implemented by a Protocol whose waiters leave a trace besides
 // a hold (a fair lock's place in the queue, a writer's announcement): Abandon
 // removes owner's when it stops waiting.

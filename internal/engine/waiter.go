@@ -8,7 +8,7 @@ import (
 
 // watcher registers waiters for wake-ups: the Client's hub, or a test's.
 type watcher interface {
-	Watch(channel, key string) (waiter, error)
+	Watch(channel, key string, opts ...event.WatchOption) (waiter, error)
 }
 
 // waiter is one wait's registration, as *event.Waiter.
@@ -22,8 +22,8 @@ type waiter interface {
 // hubWatcher is the watcher of a Client's hub.
 type hubWatcher struct{ h *event.Hub }
 
-func (w hubWatcher) Watch(channel, key string) (waiter, error) {
-	ew, err := w.h.Watch(channel, key)
+func (w hubWatcher) Watch(channel, key string, opts ...event.WatchOption) (waiter, error) {
+	ew, err := w.h.Watch(channel, key, opts...)
 	if err != nil {
 		return nil, err
 	}

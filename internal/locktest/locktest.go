@@ -8,7 +8,10 @@ package locktest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -97,5 +100,179 @@ func WantMsg(tb testing.TB, err error, sub string) {
 	tb.Helper()
 	if err == nil || !strings.Contains(err.Error(), sub) {
 		tb.Fatalf("error %v, want one saying %q", err, sub)
+	}
+}
+
+// Snapshot is every key of srv with its type and serialized value, to show
+// byte for byte that an operation changed nothing.
+func Snapshot(tb testing.TB, srv *redistest.Server) string {
+	tb.Helper()
+	keys, err := srv.Do("KEYS", "*").AsStrSlice()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		typ, _ := srv.Do("TYPE", k).ToString()
+		dump, _ := srv.Do("DUMP", k).ToString()
+		fmt.Fprintf(&b, "%s(%s)=%q ", k, typ, dump)
+	}
+	return b.String()
+}
+
+// Result waits up to d for f and returns its lease, failing the test if f
+// is not done by then or failed.
+func Result(tb testing.TB, f *lease.Future, d time.Duration) *lease.Lease {
+	tb.Helper()
+	select {
+	case <-f.Done():
+	case <-time.After(d):
+		tb.Fatalf("waiter not done within %v", d)
+	}
+	ls, err := f.Result()
+	if err != nil {
+		tb.Fatalf("waiter: %v", err)
+	}
+	return ls
+}
+
+// IsDone reports whether f is done.
+func IsDone(f *lease.Future) bool {
+	select {
+	case <-f.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// Subscribe listens on channel with a plain client of srv, as a Redisson
+// waiter would, until the test ends, and returns the messages heard. It
+// returns once the subscription is confirmed.
+func Subscribe(tb testing.TB, srv *redistest.Server, channel string) <-chan string {
+	tb.Helper()
+	rc := srv.Client()
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan string, 64)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = rc.Receive(ctx, rc.B().Subscribe().Channel(channel).Build(), func(m rueidis.PubSubMessage) {
+			select {
+			case ch <- m.Message:
+			default:
+			}
+		})
+	}()
+	tb.Cleanup(func() { cancel(); <-done })
+	Eventually(tb, 5*time.Second, "subscribed to "+channel, func() bool {
+		v, err := srv.Do("PUBSUB", "NUMSUB", channel).ToArray()
+		if err != nil || len(v) != 2 {
+			return false
+		}
+		n, _ := v[1].AsInt64()
+		return n == 1
+	})
+	return ch
+}
+
+// Handoffs runs workers goroutines that each loop: acquire, hold for hold,
+// release, until n acquisitions are made, and returns how long that took.
+// A goroutine that released does not contend again until another has
+// acquired since its own acquisition, so each acquisition is a handoff to a
+// goroutine that was waiting, woken by a release (a releaser that re-won at
+// once would measure no wake-up). acquire returns the release.
+func Handoffs(tb testing.TB, workers, n int, hold time.Duration, acquire func(context.Context) (func(), error)) time.Duration {
+	var (
+		mu    sync.Mutex
+		moved = sync.NewCond(&mu)
+		count int // acquisitions so far, under mu
+		wg    sync.WaitGroup
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := func() {
+		cancel()
+		mu.Lock()
+		moved.Broadcast()
+		mu.Unlock()
+	}
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				release, err := acquire(ctx)
+				if err != nil {
+					if ctx.Err() == nil {
+						tb.Error(err)
+						stop()
+					}
+					return
+				}
+				mu.Lock()
+				count++
+				mine, done := count, count >= n
+				moved.Broadcast()
+				mu.Unlock()
+				time.Sleep(hold)
+				release()
+				if done {
+					stop()
+					return
+				}
+				mu.Lock()
+				for count == mine && ctx.Err() == nil {
+					moved.Wait()
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// Stream starts a goroutine per locker that, after i*stagger for the i-th,
+// takes a lease, holds it for hold and comes straight back for another,
+// until ctx ends: a stream of takers that keeps the lock busy. The returned
+// wait waits for them once ctx has ended and fails the test with their
+// errors, if any.
+func Stream(tb testing.TB, ctx context.Context, lockers []lease.Locker, hold, stagger time.Duration) (wait func()) {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(lockers))
+	for i, l := range lockers {
+		wg.Go(func() {
+			select {
+			case <-time.After(time.Duration(i) * stagger):
+			case <-ctx.Done():
+				return
+			}
+			for {
+				ls, err := l.Acquire(ctx)
+				if err != nil {
+					if !errors.Is(err, context.Canceled) {
+						errs <- err
+					}
+					return
+				}
+				select {
+				case <-time.After(hold):
+				case <-ctx.Done():
+				}
+				if err := ls.Release(context.Background()); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	return func() {
+		tb.Helper()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			tb.Error(err)
+		}
 	}
 }

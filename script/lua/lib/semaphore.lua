@@ -1,0 +1,54 @@
+-- semaphore: helpers of the semaphore scripts (Redisson's
+-- RPermitExpirableSemaphore layout). NAME holds the permits available, a
+-- decimal integer (it may go below zero after AddPermits with a negative
+-- count); {NAME}:timeout holds one entry per permit taken, permit id ->
+-- expiry in epoch ms. Java's permits taken without a lease time carry the
+-- expiry 922337203685477 (Redisson's nonExpirableTimeout): they never expire.
+--
+-- semaphore_read(name, timeouts) reads both keys and may fail (a key of
+-- another type, NAME not an integer): call it before the script's first
+-- write. It returns the permits available (nil when NAME is unset) and the
+-- permits taken, or nil, nil and an error message.
+-- semaphore_now() is the server's clock (TIME) in ms: expiries are never
+-- taken from a client's clock.
+-- semaphore_reclaim(name, timeouts, channel, now) gives back every permit
+-- whose expiry has passed, as Redisson's scripts do before they act, and
+-- publishes the permits then available when there are any. It returns the
+-- permits available after (nil when NAME is unset and nothing expired).
+-- permit_id(prefix, i) is permit i (0-based) of a leasehold lease: the
+-- lease's 14-byte prefix and i as 2 big-endian bytes, 16 bytes in all, the
+-- size of Redisson's ids.
+--
+-- Needs in scope: nothing but redis; the keys are parameters.
+
+local function semaphore_read(name, timeouts)
+  local value = redis.call('get', name)
+  local taken = redis.call('zcard', timeouts)
+  if value and not string.match(value, '^%-?%d+$') then
+    return nil, nil, 'semaphore ' .. name .. ' holds "' .. value .. '", not a number of permits'
+  end
+  return value and tonumber(value), taken
+end
+
+local function semaphore_now()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function semaphore_reclaim(name, timeouts, channel, now)
+  local expired = redis.call('zcount', timeouts, 0, now)
+  if expired == 0 then
+    local value = redis.call('get', name)
+    return value and tonumber(value)
+  end
+  redis.call('zremrangebyscore', timeouts, 0, now)
+  local value = redis.call('incrby', name, expired)
+  if value > 0 then
+    redis.call('publish', channel, value)
+  end
+  return value
+end
+
+local function permit_id(prefix, i)
+  return prefix .. string.char(math.floor(i / 256), i % 256)
+end

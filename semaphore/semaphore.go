@@ -1,0 +1,218 @@
+package semaphore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/core"
+	"github.com/leasehold/leasehold/internal/engine"
+	"github.com/leasehold/leasehold/internal/lua"
+	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/script"
+)
+
+// grace is how much longer than its next attempt is due a waiter's claim
+// lasts (see the package doc, Order): long enough for a late timer or a slow
+// round trip, short enough that a waiter that died does not hold smaller
+// takers back for long.
+const grace = 5 * time.Second
+
+// MaxWeight is the most permits one lease may hold, 65536: Weighted(n) with n
+// above it fails. Each permit is an entry in Redis, renewed one by one.
+const MaxWeight = script.MaxPermitsPerLease
+
+// scope tells a Client's semaphores apart from its other locks (nothing
+// re-enters a semaphore: the protocol is NonReentrant).
+type scope struct{ c *core.Client }
+
+// unfenced lets quorum find the semaphore's Client; a permit draws no
+// fencing token, so there is no counter for it to raise. Embedded under this
+// unexported name, it adds nothing to godoc.
+type unfenced = engine.Unfenced
+
+// Semaphore is a leased counting semaphore on one name: at most its total of
+// permits are held at once, across every Client. It is a lease.Locker for one
+// permit; Weighted is one for several. Its constructor does not fail: bad
+// input is reported by the first call.
+type Semaphore struct {
+	unfenced
+	e   *engine.Engine
+	c   *core.Client
+	cfg core.LockConfig
+	s   *lua.Semaphore
+}
+
+var _ lease.Locker = (*Semaphore)(nil)
+
+// New returns the semaphore name on c. Options: leasehold.WithLeaseTime for
+// permits with a fixed lease instead of the watchdog's.
+//
+// Its permits are not set by New: set them once with TrySetPermits (or
+// AddPermits). Until then Acquire waits, as Redisson's does.
+func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Semaphore {
+	cc, cfg := core.Bind(c, opts)
+	s := &Semaphore{c: cc, cfg: cfg, s: lua.NewSemaphore(name, cfg.TTL(), grace)}
+	s.e = s.engine(1, cfg)
+	s.unfenced = s.e.Unfenced()
+	return s
+}
+
+// engine is the engine of leases of n permits.
+func (s *Semaphore) engine(n int, cfg core.LockConfig) *engine.Engine {
+	return engine.New(s.c, s.s.Name(), scope{s.c}, cfg, &protocol{c: s.c, s: s.s, n: n})
+}
+
+// Name is the semaphore's name, the Redis key of its available permits.
+func (s *Semaphore) Name() string { return s.e.Name() }
+
+// Acquire blocks until a permit is held or ctx is done; ctx's deadline is the
+// wait. On failure it returns a *lease.Error (wrapping ctx.Err() when ctx
+// ended) and holds nothing. It waits while the semaphore's permits were
+// never set or its total is 0. It is not reentrant: under a lease's context
+// of this semaphore it takes another permit.
+func (s *Semaphore) Acquire(ctx context.Context) (*lease.Lease, error) { return s.e.Acquire(ctx) }
+
+// TryAcquire makes one attempt and does not wait: it returns a *lease.Error
+// wrapping lease.ErrNotAcquired when no permit is free (or larger waiters
+// come first: see the package doc) and holds nothing.
+func (s *Semaphore) TryAcquire(ctx context.Context) (*lease.Lease, error) { return s.e.TryAcquire(ctx) }
+
+// AcquireAsync starts Acquire and returns at once. Cancelling the Future (or
+// ctx) before its lease is taken leaves nothing held.
+func (s *Semaphore) AcquireAsync(ctx context.Context) *lease.Future { return s.e.AcquireAsync(ctx) }
+
+// Weighted returns the Locker whose leases each hold n permits, taken and
+// given back together, as x/sync/semaphore's Weighted: Acquire waits until n
+// are free at once. n must be from 1 to MaxWeight, and at most the
+// semaphore's total (when that is not 0) at each attempt: otherwise the call
+// fails with a *lease.Error wrapping lease.ErrInvalid, holding nothing. Its
+// waiters go before smaller ones (see the package doc).
+func (s *Semaphore) Weighted(n int) lease.Locker {
+	cfg := s.cfg
+	if cfg.Err == nil && (n < 1 || n > MaxWeight) {
+		cfg.Err = fmt.Errorf("%w: weight %d is not from 1 to %d permits", lease.ErrInvalid, n, MaxWeight)
+	}
+	e := s.engine(n, cfg)
+	return &weighted{e.Unfenced(), e}
+}
+
+// weighted is a Locker of leases of several permits.
+type weighted struct {
+	unfenced
+	e *engine.Engine
+}
+
+// Name is the semaphore's name.
+func (w *weighted) Name() string { return w.e.Name() }
+
+// Acquire blocks until the lease's permits are held or ctx is done. On
+// failure it returns a *lease.Error and holds nothing.
+func (w *weighted) Acquire(ctx context.Context) (*lease.Lease, error) { return w.e.Acquire(ctx) }
+
+// TryAcquire makes one attempt: a *lease.Error wrapping lease.ErrNotAcquired
+// when the permits are not free at once.
+func (w *weighted) TryAcquire(ctx context.Context) (*lease.Lease, error) { return w.e.TryAcquire(ctx) }
+
+// AcquireAsync starts Acquire in a goroutine the Client waits for on Close.
+func (w *weighted) AcquireAsync(ctx context.Context) *lease.Future { return w.e.AcquireAsync(ctx) }
+
+// TrySetPermits sets the semaphore's total to n permits if it was never set,
+// and reports whether it did; a set semaphore is left as it is (change it
+// with AddPermits). Waiters are woken. n must not be negative. On failure
+// nothing is changed.
+func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
+	const op = "set-permits"
+	rc, err := s.e.Redis(op)
+	if err != nil {
+		return false, err
+	}
+	if n < 0 {
+		return false, core.Errorf(op, s.Name(), "%w: %d permits is negative", lease.ErrInvalid, n)
+	}
+	ok, err := s.s.TrySetPermits(ctx, rc, n)
+	return ok, s.e.Fail(op, err)
+}
+
+// AddPermits adds n permits to the semaphore's total, or takes -n away when
+// n is negative; on a semaphore never set it sets n. Permits held are not
+// touched: with fewer, new takers wait until enough come back, and the
+// permits available may be negative meanwhile. Added permits wake waiters.
+// On failure nothing is changed.
+func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
+	const op = "add-permits"
+	rc, err := s.e.Redis(op)
+	if err != nil || n == 0 {
+		return err
+	}
+	_, err = s.s.AddPermits(ctx, rc, n)
+	return s.e.Fail(op, err)
+}
+
+// AvailablePermits is how many permits an attempt could take now: those
+// available and those whose lease has run out (the next attempt gives them
+// back). It is 0 for a semaphore never set, and may be negative after
+// AddPermits took away permits that were held. Like any answer about a
+// shared semaphore, it may be stale by the time it returns.
+func (s *Semaphore) AvailablePermits(ctx context.Context) (int, error) {
+	const op = "inspect"
+	rc, err := s.e.Redis(op)
+	if err != nil {
+		return 0, err
+	}
+	p, err := s.s.Available(ctx, rc)
+	return int(p.Available), s.e.Fail(op, err)
+}
+
+// protocol is the semaphore's scripts for leases of n permits: Redisson's
+// RPermitExpirableSemaphore.
+type protocol struct {
+	c *core.Client
+	s *lua.Semaphore
+	n int
+}
+
+func (p *protocol) Kind() string { return "semaphore" }
+
+// Try takes the lease's n permits. An attempt that waits leaves a claim when
+// it asks for several (larger requests first); one that does not (TryAcquire)
+// must not, since nobody would withdraw it.
+func (p *protocol) Try(ctx context.Context, owner string, wait bool) (lua.Grant, error) {
+	g, err := p.s.Acquire(ctx, p.c.Redis(), owner, p.n, wait)
+	if over := (*lua.OverTotal)(nil); errors.As(err, &over) {
+		return g, fmt.Errorf("%w: %w", lease.ErrInvalid, err)
+	}
+	return g, err
+}
+
+func (p *protocol) Release(ctx context.Context, owner, _ string, _ bool) (int64, error) {
+	return p.s.Release(ctx, p.c.Redis(), owner, p.n)
+}
+
+func (p *protocol) Renewal(owner string) *core.Renewal {
+	keys, args := p.s.Renewal(owner, p.n)
+	return &core.Renewal{Script: script.SemaphoreRenew, Keys: keys, Args: args}
+}
+
+func (p *protocol) Wakeup(string) (channel, key string) {
+	return p.s.Channel(), p.s.Name()
+}
+
+// Abandon withdraws owner's claim when it stops waiting; a waiter for one
+// permit leaves none.
+func (p *protocol) Abandon(ctx context.Context, owner string) error {
+	if p.n == 1 {
+		return nil
+	}
+	return p.s.Abandon(ctx, p.c.Redis(), owner, p.n)
+}
+
+// NonReentrant: a permit taken under another's lease context is another
+// permit.
+func (p *protocol) NonReentrant() {}
+
+// Weight is how many permits each waiter waits for: the hub wakes as many
+// waiters as a release's count of permits serves.
+func (p *protocol) Weight() int { return p.n }
