@@ -24,6 +24,7 @@ type Server struct {
 	tb      testing.TB // nil for Launch
 	port    int
 	args    []string
+	conf    string // a config file, passed first (a sentinel's); "" for none
 	dir     string
 	tempDir bool // dir was made by Launch and is removed by Stop
 
@@ -104,6 +105,9 @@ func (s *Server) start() error {
 		"--protected-mode", "no",
 		"--loglevel", "warning",
 	}, s.args...)
+	if s.conf != "" {
+		argv = append([]string{s.conf}, argv...) // redis-server reads a file only as argv[1]
+	}
 	cmd := exec.Command(Binary(), argv...)
 	log, err := os.OpenFile(filepath.Join(s.dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
