@@ -207,6 +207,7 @@ func TestFailedAcquireHoldsNothing(t *testing.T) {
 						t.Fatalf("%s: error %v; want a %s *lease.Error on %q wrapping lease.ErrRedis and saying %q",
 							op, err, op, name, cr.says)
 					}
+					t.Logf("%s: %v", op, err)
 					if after := snapshot(t, srv); after != before {
 						t.Fatalf("%s wrote before failing:\nbefore %s\nafter  %s", op, before, after)
 					}

@@ -5,7 +5,8 @@
 -- 2^63, and two draws in one microsecond still differ by the +1. It assumes
 -- the server's clock is not stepped back across a restart, as key expiry
 -- does. The counter is PEXPIREd to at least the lease, so it never outlives
--- the last lock by more than that.
+-- the last lock by more than that (after a draw from the clock, exactly the
+-- lease of that acquisition).
 --
 -- token_plan(key) reads the counter and may fail (a key of another type, a
 -- value that is not an integer, a counter at 2^63-1): call it before the
@@ -23,7 +24,8 @@ end
 local function token_plan(key)
   local cur = redis.call('get', key)
   local t = redis.call('time')
-  local floor = t[1] .. string.format('%06d', tonumber(t[2]))
+  local us = t[2]
+  local floor = t[1] .. string.sub('000000', #us + 1) .. us
   if not cur then
     return {set = floor}
   end
@@ -47,14 +49,14 @@ local function token_plan(key)
 end
 
 local function token_draw(key, plan, lease)
-  local token
   if plan.set then
-    redis.call('set', key, plan.set)
-    token = plan.set
-  else
-    redis.call('incr', key)
-    token = redis.call('get', key)
+    -- The common case: the clock is ahead of the counter. The counter's TTL
+    -- becomes this lease, even if an earlier one was longer: once it is
+    -- gone, the clock still keeps tokens rising.
+    redis.call('set', key, plan.set, 'px', lease)
+    return plan.set
   end
+  redis.call('incr', key)
   redis.call('pexpire', key, math.max(redis.call('pttl', key), tonumber(lease)))
-  return token
+  return redis.call('get', key)
 end
