@@ -1,26 +1,90 @@
 #!/usr/bin/env bash
 # Runs the peer benchmarks (bench_test.go) COUNT times, benchstat-friendly,
-# and the redis-benchmark baseline for the lock script, into bench/.
+# and the redis-benchmark baseline for the same lock scripts; with SCALE=1,
+# the scaling runs too, drawn into docs/bench/*.png. Writes README's tables,
+# medians, into bench/summary.md. From a fresh clone it installs
+# redis-server (.ci/redis) and the chart tool's modules (go run).
 #
-#   ./bench.sh            # COUNT=5
-#   COUNT=10 ./bench.sh
-#   benchstat bench/latest.txt   # go install golang.org/x/perf/cmd/benchstat@latest
+#   ./bench.sh                                  # COUNT=5 BENCHTIME=1s
+#   SCALE=1 ./bench.sh                          # and the scaling runs and charts
+#   COUNT=1 BENCHTIME=1x SCALE=1 ./bench.sh     # smoke run: every step once, numbers meaningless
+#   benchstat bench/latest.txt                  # go install golang.org/x/perf/cmd/benchstat@latest
+#
+# With COUNT=5 on a quiet 2-core machine, expect 10 to 15 minutes for the
+# scenarios (the network ones are half of it) and 1 for the baseline. The
+# scaling runs (SCALE_COUNT runs, default COUNT) take as long again, most of
+# it in the 100,000-waiter and 100,000-lease points: hence opt-in.
+#
+# Writes:
+#   bench/latest.txt           the scenarios: Uncontended, ParallelDistinct,
+#                              Contended, ManyWaiters, Renewal, Network
+#   bench/redis-benchmark.txt  the baseline, one benchmark-format line per run
+#   bench/scale.txt            the Scale benchmarks over their full ranges
+#   bench/summary.md           README's tables and issue 15's targets
+#   docs/bench/*.png           the curves README shows
 set -euo pipefail
 cd "$(dirname "$0")"
 export PATH="$PATH:/usr/local/go/bin"
 bash .ci/redis
 COUNT=${COUNT:-5}
+BENCHTIME=${BENCHTIME:-1s}
+SCALE=${SCALE:-0}
+SCALE_COUNT=${SCALE_COUNT:-$COUNT}
 mkdir -p bench
-out=bench/latest.txt
-go test -run '^$' -bench . -benchtime "${BENCHTIME:-1s}" -count "$COUNT" -timeout 60m . | tee "$out"
 
-# Baseline: redis-benchmark pipelining the acquire script on this machine.
+# 1. The scenarios, every library in each. The Scale benchmarks run in step 3.
+scenarios='^Benchmark(Uncontended|ParallelDistinct|Contended|ManyWaiters|Renewal|Network)$'
+go test -run '^$' -bench "$scenarios" -benchtime "$BENCHTIME" -count "$COUNT" -timeout 120m . | tee bench/latest.txt
+
+# 2. The baseline: redis-benchmark pipelining the same lock scripts
+# (-c 32 -P 16) against a redis-server of its own. An op is an acquire and a
+# release, as in ParallelDistinct, but redis-benchmark runs one command per
+# run, so each is run on its own and ops/s = 1 / (1/acquire/s + 1/release/s):
+#   - acquire: lock_acquire on fresh names, the fencing counter present (as
+#     for a name locked before);
+#   - release: lock_release (every hold, as a last release does) on random
+#     names among 10N held ones, so that most free a held lock: "freed" is
+#     the share that did (the rest repeat a name, and find it free).
+# The scripts are taken as Redis runs them, their includes spliced in.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+scripts=$(mktemp -d)
 redis-server --port "$port" --save "" --appendonly no --daemonize yes --logfile /dev/null
-trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true' EXIT
+trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$scripts"' EXIT
+go test -count=1 -run '^TestWriteLockScripts$' . -baseline.scripts "$scripts" >/dev/null
 sleep 0.3
-sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat script/lua/lock_acquire.lua)")
-for i in $(seq "$COUNT"); do
-  redis-benchmark -p "$port" -q -n 400000 -c 32 -P 16 -r 100000 \
-    EVALSHA "$sha" 2 'lock:__rand_int__' 'tok:__rand_int__' 30000 owner:1 | tr '\r' '\n' | tail -1
+acquire=$(redis-cli -p "$port" SCRIPT LOAD "$(cat "$scripts/lock_acquire.lua")")
+release=$(redis-cli -p "$port" SCRIPT LOAD "$(cat "$scripts/lock_release.lua")")
+owner=8d2a3f6e-5b1c-4f7e-9a0b-1c2d3e4f5a6b:1 # CLIENT_ID:LEASE_ID, as leasehold's
+n=${BASELINE_N:-200000}
+held=$((10 * n))
+rps() { # redis-benchmark's requests per second for the command in "$@"
+  redis-benchmark -p "$port" -q -n "$n" -c 32 -P 16 "$@" | tr '\r' '\n' |
+    sed -nE 's/.*: ([0-9.]+) requests per second.*/\1/p' | tail -1
+}
+for _ in $(seq "$COUNT"); do
+  redis-cli -p "$port" FLUSHALL >/dev/null
+  a=$(rps -r 1000000000 EVALSHA "$acquire" 2 'lock:__rand_int__' 'redisson_lock_token:{bench}' 30000 "$owner")
+  redis-cli -p "$port" FLUSHALL >/dev/null
+  # redis-benchmark writes __rand_int__ as 12 digits.
+  redis-cli -p "$port" EVAL "for i = 0, tonumber(ARGV[1]) - 1 do redis.call('hset', string.format('lock:%012d', i), ARGV[2], 1) end" \
+    0 "$held" "$owner" >/dev/null
+  before=$(redis-cli -p "$port" DBSIZE)
+  r=$(rps -r "$held" EVALSHA "$release" 3 'lock:__rand_int__' 'redisson_lock__channel:{bench}' 'redisson_unlock_latch:{bench}:0' \
+    0 30000 "$owner" 5000 1)
+  after=$(redis-cli -p "$port" DBSIZE)
+  awk -v n="$n" -v a="$a" -v r="$r" -v freed="$((before - after))" 'BEGIN {
+    printf "BenchmarkRedisBenchmark/acquire+release %d %.0f ops/s %.0f acquire/s %.0f release/s %.3f freed\n",
+      n, 1 / (1 / a + 1 / r), a, r, freed / n }'
 done | tee bench/redis-benchmark.txt
+redis-cli -p "$port" FLUSHALL >/dev/null
+
+# 3. With SCALE=1, the scaling runs and their charts.
+if [ "$SCALE" = 1 ]; then
+  go test -run '^$' -bench '^BenchmarkScale' -scale -benchtime "$BENCHTIME" -count "$SCALE_COUNT" -timeout 120m . |
+    tee bench/scale.txt
+  (cd tools/benchchart && go run . -o ../../docs/bench ../../bench/scale.txt)
+fi
+
+# 4. README's tables, medians of the runs above.
+(cd tools/benchchart && go run . -md ../../bench/summary.md ../../bench/latest.txt ../../bench/redis-benchmark.txt)
+cat bench/summary.md

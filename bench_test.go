@@ -13,15 +13,28 @@ package leasehold_test
 // bsm/redislock v0.10.0 over go-redis (retrying every 100ms, as its README
 // shows). redsync and redislock poll while they wait; rueidislock and
 // leasehold are woken.
+//
+// The scenarios: Uncontended, ParallelDistinct, Contended, ManyWaiters and
+// Renewal on loopback; Network, the first three through a proxy that delays
+// every byte 250µs or 1ms each way; and the Scale benchmarks, whose curves
+// tools/benchchart draws: they run their full ranges with -scale only, and
+// their first point otherwise, so that CI's -benchtime=1x run stays short.
+// Uncontended and ParallelDistinct also report what an acquire+release costs
+// Redis (see usage).
 
 import (
 	"context"
 	"flag"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
-	"sort"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -36,8 +49,11 @@ import (
 	"github.com/redis/rueidis/rueidislock"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/locktest"
 	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rlock"
+	"github.com/leasehold/leasehold/script"
 )
 
 // library is one lock library under test. lock blocks until name is held
@@ -47,6 +63,8 @@ type library interface {
 	lock(ctx context.Context, name string) (unlock func(), err error)
 	// rounds counts the round trips made so far.
 	rounds() int64
+	// sent counts the commands sent so far, by lower-case name.
+	sent() map[string]int64
 	// renewing holds name and keeps it renewed until the returned release.
 	renewing(ctx context.Context, name string) (unlock func(), err error)
 	close()
@@ -71,6 +89,7 @@ var libraries = []libMaker{
 type leaseholdLib struct {
 	c       *leasehold.Client
 	counted *redistest.Counting
+	cmds    *sentCounts
 	locks   sync.Map // name -> *rlock.Lock, made once per name as a user would
 }
 
@@ -80,11 +99,12 @@ func newLeasehold(tb testing.TB, addr string, ttl time.Duration) library {
 		tb.Fatal(err)
 	}
 	counted := redistest.NewCounting(rc)
-	c, err := leasehold.New(counted, leasehold.WithWatchdog(ttl))
+	cmds := new(sentCounts)
+	c, err := leasehold.New(&naming{Client: counted, cmds: cmds}, leasehold.WithWatchdog(ttl))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &leaseholdLib{c: c, counted: counted}
+	return &leaseholdLib{c: c, counted: counted, cmds: cmds}
 }
 
 func (l *leaseholdLib) get(name string) *rlock.Lock {
@@ -107,7 +127,8 @@ func (l *leaseholdLib) renewing(ctx context.Context, name string) (func(), error
 	return l.lock(ctx, name) // the keeper renews
 }
 
-func (l *leaseholdLib) rounds() int64 { return l.counted.Rounds() }
+func (l *leaseholdLib) rounds() int64          { return l.counted.Rounds() }
+func (l *leaseholdLib) sent() map[string]int64 { return l.cmds.snapshot() }
 func (l *leaseholdLib) close() {
 	l.c.Close()
 	l.counted.Client.Close()
@@ -116,6 +137,7 @@ func (l *leaseholdLib) close() {
 type rueidislockLib struct {
 	l       rueidislock.Locker
 	counted *redistest.Counting
+	cmds    sentCounts
 }
 
 func newRueidislock(tb testing.TB, addr string, ttl time.Duration) library {
@@ -137,7 +159,7 @@ func newRueidislock(tb testing.TB, addr string, ttl time.Duration) library {
 				return nil, err
 			}
 			r.counted = redistest.NewCounting(c)
-			return r.counted, nil
+			return &naming{Client: r.counted, cmds: &r.cmds}, nil
 		},
 	})
 	if err != nil {
@@ -159,22 +181,31 @@ func (r *rueidislockLib) renewing(ctx context.Context, name string) (func(), err
 	return r.lock(ctx, name) // rueidislock extends each lock on its own timer
 }
 
-func (r *rueidislockLib) rounds() int64 { return r.counted.Rounds() }
-func (r *rueidislockLib) close()        { r.l.Close() }
+func (r *rueidislockLib) rounds() int64          { return r.counted.Rounds() }
+func (r *rueidislockLib) sent() map[string]int64 { return r.cmds.snapshot() }
+func (r *rueidislockLib) close()                 { r.l.Close() }
 
-// countHook counts go-redis round trips: a command or a pipeline each.
-type countHook struct{ n atomic.Int64 }
+// countHook counts go-redis round trips, a command or a pipeline each, and
+// the commands by name.
+type countHook struct {
+	n    atomic.Int64
+	cmds sentCounts
+}
 
 func (h *countHook) DialHook(next goredis.DialHook) goredis.DialHook { return next }
 func (h *countHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 	return func(ctx context.Context, cmd goredis.Cmder) error {
 		h.n.Add(1)
+		h.cmds.add(cmd.Name())
 		return next(ctx, cmd)
 	}
 }
 func (h *countHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []goredis.Cmder) error {
 		h.n.Add(1)
+		for _, cmd := range cmds {
+			h.cmds.add(cmd.Name())
+		}
 		return next(ctx, cmds)
 	}
 }
@@ -221,8 +252,9 @@ func (r *redsyncLib) renewing(ctx context.Context, name string) (func(), error) 
 		func() { _, _ = m.UnlockContext(context.Background()) }), nil
 }
 
-func (r *redsyncLib) rounds() int64 { return r.h.n.Load() }
-func (r *redsyncLib) close()        { r.rdb.Close() }
+func (r *redsyncLib) rounds() int64          { return r.h.n.Load() }
+func (r *redsyncLib) sent() map[string]int64 { return r.h.cmds.snapshot() }
+func (r *redsyncLib) close()                 { r.rdb.Close() }
 
 type redislockLib struct {
 	rdb *goredis.Client
@@ -264,8 +296,9 @@ func (r *redislockLib) renewing(ctx context.Context, name string) (func(), error
 		func() { _ = l.Release(context.Background()) }), nil
 }
 
-func (r *redislockLib) rounds() int64 { return r.h.n.Load() }
-func (r *redislockLib) close()        { r.rdb.Close() }
+func (r *redislockLib) rounds() int64          { return r.h.n.Load() }
+func (r *redislockLib) sent() map[string]int64 { return r.h.cmds.snapshot() }
+func (r *redislockLib) close()                 { r.rdb.Close() }
 
 // renewLoop runs extend every ttl/3 in a goroutine until the returned
 // function stops it and runs release.
@@ -290,12 +323,18 @@ func renewLoop(ttl time.Duration, extend, release func()) func() {
 // each runs bench for every library against one fresh redis-server.
 func each(b *testing.B, ttl time.Duration, bench func(b *testing.B, srv *redistest.Server, lib library)) {
 	srv := redistest.Start(b)
+	eachOn(b, srv, srv.Addr(), ttl, func(b *testing.B, lib library) { bench(b, srv, lib) })
+}
+
+// eachOn runs bench for every library, each a sub-benchmark with a client of
+// its own dialling addr (srv's, or a proxy's in front of it), srv flushed.
+func eachOn(b *testing.B, srv *redistest.Server, addr string, ttl time.Duration, bench func(b *testing.B, lib library)) {
 	for _, m := range libraries {
 		b.Run(m.name, func(b *testing.B) {
 			srv.Do("FLUSHALL")
-			lib := m.make(b, srv.Addr(), ttl)
+			lib := m.make(b, addr, ttl)
 			defer lib.close()
-			bench(b, srv, lib)
+			bench(b, lib)
 		})
 	}
 }
@@ -310,6 +349,7 @@ func BenchmarkUncontended(b *testing.B) {
 		}
 		unlock()
 		start := lib.rounds()
+		before := readUsage(b, srv, lib)
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
@@ -321,6 +361,7 @@ func BenchmarkUncontended(b *testing.B) {
 		}
 		b.StopTimer()
 		b.ReportMetric(float64(lib.rounds()-start)/float64(b.N), "roundtrips/op")
+		readUsage(b, srv, lib).report(b, before, b.N)
 	})
 }
 
@@ -328,6 +369,7 @@ func BenchmarkUncontended(b *testing.B) {
 func BenchmarkParallelDistinct(b *testing.B) {
 	each(b, 30*time.Second, func(b *testing.B, srv *redistest.Server, lib library) {
 		var next atomic.Int64
+		before := readUsage(b, srv, lib)
 		b.SetParallelism(16) // 32 goroutines on 2 cores
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -344,7 +386,10 @@ func BenchmarkParallelDistinct(b *testing.B) {
 				unlock()
 			}
 		})
-		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
+		elapsed := time.Since(start)
+		b.StopTimer()
+		b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
+		readUsage(b, srv, lib).report(b, before, b.N)
 	})
 }
 
@@ -362,75 +407,54 @@ func BenchmarkParallelDistinct(b *testing.B) {
 var holdFor = flag.Duration("contended.hold", 250*time.Microsecond, "work inside the critical section in BenchmarkContended")
 
 func BenchmarkContended(b *testing.B) {
-	each(b, 30*time.Second, func(b *testing.B, srv *redistest.Server, lib library) {
-		const workers = 64
-		var (
-			mu          sync.Mutex
-			taken       = sync.NewCond(&mu)
-			count       int64 // acquisitions so far, under mu
-			lastRelease atomic.Int64
-			lat         []time.Duration
-			wg          sync.WaitGroup
-		)
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		stop := func() {
-			cancel()
+	each(b, 30*time.Second, func(b *testing.B, srv *redistest.Server, lib library) { contended(b, lib) })
+}
+
+// contended runs scenario 3 on lib: b.N handoffs among 64 goroutines
+// (locktest.Handoffs), timed from a release to the next holder's lock
+// returning.
+func contended(b *testing.B, lib library) {
+	var (
+		mu          sync.Mutex
+		lat         []time.Duration
+		lastRelease atomic.Int64
+	)
+	acquire := func(ctx context.Context) (func(), error) {
+		unlock, err := lib.lock(ctx, "contended")
+		if err != nil {
+			return nil, err
+		}
+		now := time.Now()
+		if t := lastRelease.Load(); t != 0 {
 			mu.Lock()
-			taken.Broadcast()
+			lat = append(lat, now.Sub(time.Unix(0, t)))
 			mu.Unlock()
 		}
-		rounds := lib.rounds()
-		b.ResetTimer()
-		start := time.Now()
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for ctx.Err() == nil {
-					unlock, err := lib.lock(ctx, "contended")
-					if err != nil {
-						if ctx.Err() == nil {
-							b.Error(err)
-						}
-						return
-					}
-					now := time.Now()
-					mu.Lock()
-					if t := lastRelease.Load(); t != 0 {
-						lat = append(lat, now.Sub(time.Unix(0, t)))
-					}
-					count++
-					mine, done := count, count >= int64(b.N)
-					taken.Broadcast()
-					mu.Unlock()
-					time.Sleep(*holdFor)
-					lastRelease.Store(time.Now().UnixNano())
-					unlock()
-					if done {
-						stop()
-						return
-					}
-					mu.Lock()
-					for count == mine && ctx.Err() == nil {
-						taken.Wait()
-					}
-					mu.Unlock()
-				}
-			}()
-		}
-		wg.Wait()
-		elapsed := time.Since(start)
-		b.StopTimer()
-		b.ReportMetric(float64(b.N)/elapsed.Seconds(), "handoffs/s")
-		// What waiting costs Redis: polls show up here.
-		b.ReportMetric(float64(lib.rounds()-rounds)/float64(b.N), "roundtrips/handoff")
-		if len(lat) > 0 {
-			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
-		}
-	})
+		return func() {
+			lastRelease.Store(time.Now().UnixNano())
+			unlock()
+		}, nil
+	}
+	rounds := lib.rounds()
+	b.ResetTimer()
+	elapsed := locktest.Handoffs(b, 64, b.N, *holdFor, acquire)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "handoffs/s")
+	// What waiting costs Redis: polls show up here.
+	b.ReportMetric(float64(lib.rounds()-rounds)/float64(b.N), "roundtrips/handoff")
+	percentiles(b, lat)
+}
+
+// percentiles reports the p50 and p99 of lat, in µs; nothing when it is empty.
+// It sorts lat.
+func percentiles(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	b.ReportMetric(us(lat[len(lat)/2]), "p50-µs")
+	b.ReportMetric(us(lat[len(lat)*99/100]), "p99-µs")
 }
 
 var clientLine = regexp.MustCompile(`(?m)^(txt:)?id=`)
@@ -444,11 +468,8 @@ func connections(b *testing.B, srv *redistest.Server) int {
 }
 
 func heapInUse() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
+	heap, _ := memInUse()
+	return heap
 }
 
 // 4. Many waiters: 10,000 goroutines wait on 1,000 held locks. Reports the
@@ -536,6 +557,7 @@ func BenchmarkRenewal(b *testing.B) {
 				}
 				unlocks = append(unlocks, u)
 			}
+			debug.FreeOSMemory() // ManyWaiters' memory, before the CPU time is read
 			rounds, cpu := lib.rounds(), cpuTime()
 			time.Sleep(ticks * ttl / 3)
 			b.ReportMetric(float64(lib.rounds()-rounds)/ticks, "roundtrips/tick")
@@ -548,3 +570,549 @@ func BenchmarkRenewal(b *testing.B) {
 }
 
 var benchMultiplex = -1
+
+// sentCounts counts the commands a library sends, by name, so that usage
+// can tell them from the commands its scripts run: INFO commandstats counts
+// those too, and a script's time includes theirs. Adding costs no allocation
+// and no lock once a name is known, so that it does not move allocs/op or
+// throughput: the map is replaced, never written, when a name is new.
+type sentCounts struct {
+	mu sync.Mutex // serialises adding a name
+	m  atomic.Pointer[map[string]*atomic.Int64]
+}
+
+func (s *sentCounts) add(name string) {
+	if m := s.m.Load(); m != nil {
+		if n := (*m)[name]; n != nil {
+			n.Add(1)
+			return
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := make(map[string]*atomic.Int64)
+	if m := s.m.Load(); m != nil {
+		if n := (*m)[name]; n != nil {
+			n.Add(1)
+			return
+		}
+		for k, v := range *m {
+			next[k] = v
+		}
+	}
+	n := new(atomic.Int64)
+	n.Add(1)
+	next[strings.Clone(name)] = n
+	s.m.Store(&next)
+}
+
+// snapshot returns the counts so far by lower-case name, as Redis names
+// commands in INFO commandstats.
+func (s *sentCounts) snapshot() map[string]int64 {
+	out := make(map[string]int64)
+	if m := s.m.Load(); m != nil {
+		for k, v := range *m {
+			out[strings.ToLower(k)] += v.Load()
+		}
+	}
+	return out
+}
+
+// naming counts the commands sent through a rueidis client by name.
+type naming struct {
+	rueidis.Client
+	cmds *sentCounts
+}
+
+func (n *naming) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	n.cmds.add(cmd.Commands()[0])
+	return n.Client.Do(ctx, cmd)
+}
+
+func (n *naming) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	for i := range multi {
+		n.cmds.add(multi[i].Commands()[0])
+	}
+	return n.Client.DoMulti(ctx, multi...)
+}
+
+func (n *naming) DoCache(ctx context.Context, cmd rueidis.Cacheable, ttl time.Duration) rueidis.RedisResult {
+	n.cmds.add(cmd.Commands()[0])
+	return n.Client.DoCache(ctx, cmd, ttl)
+}
+
+func (n *naming) DoMultiCache(ctx context.Context, multi ...rueidis.CacheableTTL) []rueidis.RedisResult {
+	for i := range multi {
+		n.cmds.add(multi[i].Cmd.Commands()[0])
+	}
+	return n.Client.DoMultiCache(ctx, multi...)
+}
+
+func (n *naming) Receive(ctx context.Context, subscribe rueidis.Completed, fn func(rueidis.PubSubMessage)) error {
+	n.cmds.add(subscribe.Commands()[0])
+	return n.Client.Receive(ctx, subscribe, fn)
+}
+
+// usage is what Redis has done so far, as INFO reports it, and what one
+// library has sent it.
+type usage struct {
+	cpu         time.Duration    // used_cpu_user + used_cpu_sys
+	calls, usec map[string]int64 // INFO commandstats, by command
+	sent        map[string]int64 // the library's own count, by command
+}
+
+// scriptCommands are the commands that run a script: the commands a script
+// calls are counted in commandstats too, and their time is in the script's.
+var scriptCommands = map[string]bool{
+	"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true, "fcall": true, "fcall_ro": true,
+}
+
+func readUsage(b *testing.B, srv *redistest.Server, lib library) usage {
+	s, err := srv.Do("INFO", "commandstats", "cpu").ToString()
+	if err != nil {
+		b.Fatal(err)
+	}
+	u := usage{calls: map[string]int64{}, usec: map[string]int64{}, sent: lib.sent()}
+	for line := range strings.Lines(s) {
+		key, value, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if cmd, ok := strings.CutPrefix(key, "cmdstat_"); ok {
+			// calls=1,usec=17,usec_per_call=17.00,rejected_calls=0,failed_calls=0
+			for field := range strings.SplitSeq(value, ",") {
+				k, v, _ := strings.Cut(field, "=")
+				n, _ := strconv.ParseInt(v, 10, 64)
+				switch k {
+				case "calls":
+					u.calls[cmd] = n
+				case "usec":
+					u.usec[cmd] = n
+				}
+			}
+		} else if key == "used_cpu_user" || key == "used_cpu_sys" {
+			f, _ := strconv.ParseFloat(value, 64)
+			u.cpu += time.Duration(f * float64(time.Second))
+		}
+	}
+	return u
+}
+
+// report reports what Redis did between since and u, per op of ops:
+//
+//   - redis-µs/op: INFO commandstats' time of the commands the library sent
+//     (a script's includes the commands it calls; a command the library sent
+//     and scripts called too counts for the calls the library made);
+//   - redis-cpu-µs/op: the CPU time of redis-server, all of it, reading and
+//     writing sockets too: what decides how many ops one Redis serves;
+//   - scripts/op: EVAL, EVALSHA and FCALL calls Redis ran;
+//   - cmds/op: the commands the library sent, scripts included.
+//
+// redis-server runs other work (its cron, 10 times a second), so these are
+// exact only over many ops.
+func (u usage) report(b *testing.B, since usage, ops int) {
+	var usec, scripts, sent float64
+	for cmd, calls := range u.calls {
+		calls -= since.calls[cmd]
+		if calls <= 0 {
+			continue
+		}
+		share := min(1, float64(u.sent[cmd]-since.sent[cmd])/float64(calls))
+		usec += share * float64(u.usec[cmd]-since.usec[cmd])
+		if scriptCommands[cmd] {
+			scripts += float64(calls)
+		}
+	}
+	for cmd, n := range u.sent {
+		sent += float64(n - since.sent[cmd])
+	}
+	per := func(v float64) float64 { return v / float64(ops) }
+	b.ReportMetric(per(usec), "redis-µs/op")
+	b.ReportMetric(per(float64((u.cpu-since.cpu).Nanoseconds())/1e3), "redis-cpu-µs/op")
+	b.ReportMetric(per(scripts), "scripts/op")
+	b.ReportMetric(per(sent), "cmds/op")
+}
+
+// 6. Network: the uncontended, distinct-keys and contended scenarios with
+// Redis a network hop away, through a proxy that delays every byte by
+// delay each way (the round trip grows by twice that, and by the proxy's
+// own timer slack: ping reports the round trip it gives). Every library
+// dials the proxy. Reports the throughput of the process (ops/s, or
+// handoffs/s) and the p50 and p99 latency of an acquire+release (of a
+// handoff). uncontended is one goroutine; distinct is 32, each on a lock of
+// its own, whatever GOMAXPROCS.
+func BenchmarkNetwork(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, delay := range []struct {
+		name string
+		d    time.Duration
+	}{{"250us", 250 * time.Microsecond}, {"1ms", time.Millisecond}} {
+		b.Run("delay="+delay.name, func(b *testing.B) {
+			// On the parent benchmark: go test runs a benchmark function
+			// again for each b.N it tries, and its Cleanups after each run.
+			p := redistest.NewProxy(b, srv.Addr())
+			p.Delay(delay.d)
+			b.Run("ping", func(b *testing.B) { ping(b, p.Addr()) })
+			for _, sc := range []struct {
+				name string
+				run  func(b *testing.B, lib library)
+			}{
+				{"uncontended", func(b *testing.B, lib library) { pairs(b, lib, 1) }},
+				{"distinct", func(b *testing.B, lib library) { pairs(b, lib, 32) }},
+				{"contended", contended},
+			} {
+				b.Run(sc.name, func(b *testing.B) {
+					eachOn(b, srv, p.Addr(), 30*time.Second, sc.run)
+				})
+			}
+		})
+	}
+}
+
+// ping reports the p50 and p99 of b.N PINGs to addr: the round trip itself.
+func ping(b *testing.B, addr string) {
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rc.Close()
+	ctx := context.Background()
+	if err := rc.Do(ctx, rc.B().Ping().Build()).Error(); err != nil { // connected
+		b.Fatal(err)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if err := rc.Do(ctx, rc.B().Ping().Build()).Error(); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	percentiles(b, lat)
+}
+
+// pairs runs b.N acquire+release pairs on g goroutines, each on a lock of
+// its own, and reports the throughput of the process, ops/s, and the p50
+// and p99 latency of a pair. Each goroutine makes one pair first, untimed
+// and all at once, so that connection pools have grown and scripts are
+// loaded when the clock starts.
+func pairs(b *testing.B, lib library, g int) {
+	ctx := context.Background()
+	pair := func(name string) error {
+		unlock, err := lib.lock(ctx, name)
+		if err != nil {
+			return err
+		}
+		unlock()
+		return nil
+	}
+	names := make([]string, g)
+	for w := range names {
+		names[w] = "pairs-" + strconv.Itoa(w)
+	}
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Go(func() {
+			if err := pair(name); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		return
+	}
+	lats := make([][]time.Duration, g)
+	var next atomic.Int64 // pairs begun, of b.N
+	b.ResetTimer()
+	start := time.Now()
+	for w, name := range names {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				t := time.Now()
+				if err := pair(name); err != nil {
+					b.Error(err)
+					return
+				}
+				lats[w] = append(lats[w], time.Since(t))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
+	percentiles(b, slices.Concat(lats...))
+}
+
+// scaleFull runs the Scale benchmarks over their full ranges.
+var scaleFull = flag.Bool("scale", false, "run the Scale benchmarks over their full ranges (bench.sh does); "+
+	"without it each runs its first point only, so that CI's -benchtime=1x run stays short")
+
+// scaleSizes is sizes with -scale, its first alone without.
+func scaleSizes(sizes ...int) []int {
+	if *scaleFull {
+		return sizes
+	}
+	return sizes[:1]
+}
+
+// 7. Throughput vs goroutines, 1 to 256, each on a lock of its own, for
+// every library (loopback). Reports ops/s and the p50 and p99 of a pair.
+func BenchmarkScaleGoroutines(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, g := range scaleSizes(1, 2, 4, 8, 16, 32, 64, 128, 256) {
+		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
+			eachOn(b, srv, srv.Addr(), 30*time.Second, func(b *testing.B, lib library) { pairs(b, lib, g) })
+		})
+	}
+}
+
+// 8. Wake-ups vs waiters, 100 to 100,000, on one leasehold Client (one
+// connection): see waiters. Reports the p50 and p99 wake-up latency, and the
+// heap and goroutine stack per waiter once all wait.
+func BenchmarkScaleWaiters(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, n := range scaleSizes(100, 1000, 10000, 100000) {
+		fx := &waiters{}
+		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) {
+			// go test runs this function again for each b.N it tries:
+			// the waiters are set up by the first run, for all.
+			if fx.lib == nil {
+				fx.start(b, srv, n)
+			}
+			fx.run(b)
+		})
+		fx.close()
+	}
+}
+
+// waiters is n goroutines on one leasehold Client, ten per lock, waiting for
+// n/10 locks that the same Client holds. An op releases one of the held
+// locks, in turn, and ends when one of its waiters holds it: the wake-up
+// latency runs from the release call to the waiter's Acquire returning. The
+// woken waiter's lease becomes the lock's held lease and its goroutine waits
+// again at once, so n goroutines wait throughout.
+type waiters struct {
+	lib    *leaseholdLib
+	locks  []*rlock.Lock
+	held   []*lease.Lease // each lock's lease, released by the next op on it
+	grants chan grant
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	next   int // the lock the next op releases
+
+	heap, stack float64 // per waiter, once all wait
+}
+
+// grant is a waiter's acquisition: the lock, when Acquire returned, and the
+// lease (or the error that ended the waiter).
+type grant struct {
+	lock  int
+	at    time.Time
+	lease *lease.Lease
+	err   error
+}
+
+func (fx *waiters) start(b *testing.B, srv *redistest.Server, n int) {
+	srv.Do("FLUSHALL")
+	fx.lib = newLeasehold(b, srv.Addr(), 30*time.Second).(*leaseholdLib)
+	ctx, cancel := context.WithCancel(context.Background())
+	fx.cancel = cancel
+	fx.grants = make(chan grant)
+	for k := range max(1, n/10) {
+		l := fx.lib.get(fmt.Sprintf("waited-%d", k))
+		ls, err := l.Acquire(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fx.locks, fx.held = append(fx.locks, l), append(fx.held, ls)
+	}
+	heap, stack := memInUse()
+	for i := range n {
+		fx.wg.Go(func() { fx.wait(ctx, i%len(fx.locks)) })
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for fx.lib.c.Stats().Waiters < n {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d waiters waiting after 5m", fx.lib.c.Stats().Waiters, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	heap2, stack2 := memInUse()
+	fx.heap = (float64(heap2) - float64(heap)) / float64(n)
+	fx.stack = (float64(stack2) - float64(stack)) / float64(n)
+}
+
+// wait takes lock k again and again, handing each lease to the benchmark,
+// until ctx ends.
+func (fx *waiters) wait(ctx context.Context, k int) {
+	for {
+		ls, err := fx.locks[k].Acquire(ctx)
+		if err != nil && ctx.Err() != nil {
+			return
+		}
+		select {
+		case fx.grants <- grant{lock: k, at: time.Now(), lease: ls, err: err}:
+			if err != nil {
+				return
+			}
+		case <-ctx.Done():
+			if ls != nil {
+				_ = ls.Release(context.Background())
+			}
+			return
+		}
+	}
+}
+
+func (fx *waiters) run(b *testing.B) {
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		k := fx.next % len(fx.locks)
+		fx.next++
+		start := time.Now()
+		if err := fx.held[k].Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+		fx.held[k] = nil
+		g := <-fx.grants
+		if g.err != nil {
+			b.Fatal(g.err)
+		}
+		if g.lock != k {
+			b.Fatalf("released lock %d, a waiter got %d", k, g.lock)
+		}
+		fx.held[k] = g.lease
+		lat = append(lat, g.at.Sub(start))
+	}
+	b.StopTimer()
+	percentiles(b, lat)
+	b.ReportMetric(fx.heap, "heapB/waiter")
+	b.ReportMetric(fx.stack, "stackB/waiter")
+}
+
+// close stops the waiters, releases the held locks and closes the Client;
+// it does nothing when start never ran.
+func (fx *waiters) close() {
+	if fx.lib == nil {
+		return
+	}
+	fx.cancel()
+	fx.wg.Wait()
+	for _, ls := range fx.held {
+		if ls != nil {
+			_ = ls.Release(context.Background())
+		}
+	}
+	fx.lib.close()
+}
+
+func memInUse() (heap, stack uint64) {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc, m.StackInuse
+}
+
+// 9. Keeper vs held leases, 1,000 to 100,000 watchdog leases on one
+// leasehold Client, renewed every ttl/3: ttl is 9s with -scale (100,000
+// renewals every 3s keep one Redis core a quarter busy, not saturated), 3s
+// without. An op is two renewal ticks, timed from halfway between two rounds
+// so that each round in the window is whole: reports per tick the round
+// trips, this process's CPU time (the keeper's and rueidis'), Redis' CPU
+// time and the scripts Redis ran.
+func BenchmarkScaleRenewal(b *testing.B) {
+	const ticks = 2
+	ttl := 3 * time.Second
+	if *scaleFull {
+		ttl = 9 * time.Second
+	}
+	srv := redistest.Start(b)
+	for _, n := range scaleSizes(1000, 10000, 100000) {
+		var lib *leaseholdLib
+		// nextRound returns once the keeper begins a renewal round.
+		nextRound := func(b *testing.B) {
+			r := lib.c.Stats().RenewalRounds // counted when a round begins
+			deadline := time.Now().Add(ttl)
+			for lib.c.Stats().RenewalRounds == r {
+				if time.Now().After(deadline) {
+					b.Fatalf("no renewal round in %v", ttl)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		b.Run(fmt.Sprintf("leases=%d", n), func(b *testing.B) {
+			if lib == nil { // once, for every b.N go test tries
+				srv.Do("FLUSHALL")
+				lib = newLeasehold(b, srv.Addr(), ttl).(*leaseholdLib)
+				holdMany(b, lib, n)
+				nextRound(b) // the first round loads lock_renew (NOSCRIPT, then EVAL)
+			}
+			// Not in the window: collecting, and giving back to the OS, the
+			// memory of what ran before (100,000 waiters' stacks).
+			debug.FreeOSMemory()
+			nextRound(b)
+			time.Sleep(ttl / 3 / 2)
+			rounds, cpu, before := lib.rounds(), cpuTime(), readUsage(b, srv, lib)
+			b.ResetTimer()
+			time.Sleep(time.Duration(b.N*ticks) * ttl / 3)
+			b.StopTimer()
+			after := readUsage(b, srv, lib)
+			per := float64(b.N * ticks)
+			var scripts int64
+			for cmd := range scriptCommands {
+				scripts += after.calls[cmd] - before.calls[cmd]
+			}
+			b.ReportMetric(float64(lib.rounds()-rounds)/per, "roundtrips/tick")
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1e3/per, "cpu-ms/tick")
+			b.ReportMetric(float64((after.cpu-before.cpu).Microseconds())/1e3/per, "redis-cpu-ms/tick")
+			b.ReportMetric(float64(scripts)/per, "scripts/tick")
+		})
+		if lib != nil {
+			lib.close() // releases the leases
+		}
+	}
+}
+
+// holdMany takes n locks on lib, 16 at a time, held until lib closes.
+func holdMany(b *testing.B, lib library, n int) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				if _, err := lib.renewing(context.Background(), "renewed-"+strconv.FormatInt(i, 10)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+}
+
+// scriptsDir is where TestWriteLockScripts writes.
+var scriptsDir = flag.String("baseline.scripts", "", "directory where TestWriteLockScripts writes lock_acquire.lua and lock_release.lua")
+
+// TestWriteLockScripts writes the lock scripts as Redis runs them, with
+// their includes spliced in, for bench.sh's redis-benchmark baseline:
+//
+//	go test -run '^TestWriteLockScripts$' -baseline.scripts DIR .
+//
+// Without -baseline.scripts it does nothing.
+func TestWriteLockScripts(t *testing.T) {
+	if *scriptsDir == "" {
+		t.Skip("no -baseline.scripts directory")
+	}
+	for _, s := range []*script.Script{script.LockAcquire, script.LockRelease} {
+		if err := os.WriteFile(filepath.Join(*scriptsDir, s.Name()+".lua"), []byte(s.Source()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

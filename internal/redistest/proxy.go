@@ -1,10 +1,13 @@
 package redistest
 
 import (
+	"container/heap"
 	"net"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Proxy forwards TCP connections from a loopback port to a server, and cuts
@@ -20,6 +23,7 @@ type Proxy struct {
 	dropAck bool // cut the connection when the server next answers
 	dropped int
 	delay   time.Duration // added to every byte's trip, each way
+	clock   *clock        // wakes the writers of delayed bytes
 	wg      sync.WaitGroup
 }
 
@@ -31,7 +35,7 @@ func NewProxy(tb testing.TB, target string) *Proxy {
 	if err != nil {
 		tb.Fatalf("redistest: proxy: %v", err)
 	}
-	p := &Proxy{tb: tb, target: target, ln: ln, conns: make(map[net.Conn]struct{})}
+	p := &Proxy{tb: tb, target: target, ln: ln, conns: make(map[net.Conn]struct{}), clock: newClock()}
 	p.wg.Add(1)
 	go p.accept()
 	tb.Cleanup(p.Close)
@@ -91,9 +95,7 @@ func (p *Proxy) pipe(dst, src net.Conn, fromServer bool) {
 			if failed {
 				continue // drain, so that the reader never blocks
 			}
-			if d := time.Until(c.due); d > 0 {
-				time.Sleep(d)
-			}
+			p.clock.sleepUntil(c.due)
 			if _, err := dst.Write(c.b); err != nil {
 				failed = true
 				p.closeConn(src) // ends the reader
@@ -181,4 +183,112 @@ func (p *Proxy) Close() {
 	p.ln.Close()
 	p.Cut()
 	p.wg.Wait()
+	p.clock.close() // after the writers: they drain their chunks on it
+}
+
+// clock wakes the proxy's writers when their chunks are due, within the
+// kernel's timer slack (about 50µs). time.Sleep alone can wake a millisecond
+// late: with nothing else to run, the runtime waits for timers in its
+// network poller, whose timeout is in whole milliseconds, so a 250µs Delay
+// would add 1ms. One goroutine sleeps the last 2ms before the earliest due
+// time in select(2), which blocks its thread for as long as asked. It is one
+// for the whole proxy, not one per writer: threads blocked per writer would
+// slow a client with many connections (go-redis' pool) more than one with
+// few, and the proxy would then measure itself.
+type clock struct {
+	mu      sync.Mutex
+	alarms  alarms
+	poke    chan struct{} // an alarm earlier than all others was set
+	stop    chan struct{}
+	stopped sync.Once
+	done    chan struct{}
+}
+
+type alarm struct {
+	due  time.Time
+	ring chan struct{} // closed at due
+}
+
+// alarms is a heap of alarms, the earliest first.
+type alarms []alarm
+
+func (a alarms) Len() int           { return len(a) }
+func (a alarms) Less(i, j int) bool { return a[i].due.Before(a[j].due) }
+func (a alarms) Swap(i, j int)      { a[i], a[j] = a[j], a[i] }
+func (a *alarms) Push(x any)        { *a = append(*a, x.(alarm)) }
+func (a *alarms) Pop() any {
+	old := *a
+	x := old[len(old)-1]
+	*a = old[:len(old)-1]
+	return x
+}
+
+func newClock() *clock {
+	c := &clock{poke: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go c.run()
+	return c
+}
+
+// sleepUntil returns at t, at once if t has passed.
+func (c *clock) sleepUntil(t time.Time) {
+	if !time.Now().Before(t) {
+		return
+	}
+	ring := make(chan struct{})
+	c.mu.Lock()
+	heap.Push(&c.alarms, alarm{due: t, ring: ring})
+	first := c.alarms[0].ring == ring
+	c.mu.Unlock()
+	if first {
+		select {
+		case c.poke <- struct{}{}:
+		default:
+		}
+	}
+	<-ring
+}
+
+func (c *clock) run() {
+	defer close(c.done)
+	const fine = 2 * time.Millisecond // slept in select(2)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		c.mu.Lock()
+		now := time.Now()
+		for len(c.alarms) > 0 && !c.alarms[0].due.After(now) {
+			close(heap.Pop(&c.alarms).(alarm).ring)
+		}
+		wait := time.Duration(-1) // no alarm
+		if len(c.alarms) > 0 {
+			wait = c.alarms[0].due.Sub(now)
+		}
+		c.mu.Unlock()
+		if wait >= 0 && wait <= fine {
+			// Deaf to poke meanwhile: a later alarm is never earlier than
+			// this one unless Delay was lowered, and then by at most 2ms.
+			tv := unix.NsecToTimeval(wait.Nanoseconds())
+			_, _ = unix.Select(0, nil, nil, nil, &tv) // EINTR (a runtime signal): the loop sleeps the rest
+			continue
+		}
+		var ring <-chan time.Time
+		if wait > 0 {
+			timer.Reset(wait - fine)
+			ring = timer.C
+		}
+		select {
+		case <-ring:
+		case <-c.poke:
+			timer.Stop()
+		case <-c.stop:
+			timer.Stop()
+			return
+		}
+	}
+}
+
+// close stops the clock; every alarm must have rung.
+func (c *clock) close() {
+	c.stopped.Do(func() { close(c.stop) })
+	<-c.done
 }

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// run draws every chart the fixture has points for, each a PNG, and the
+// Markdown tables.
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	md := filepath.Join(dir, "summary.md")
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"-o", dir, "-md", md, "testdata/bench.txt"}, &stdout, &stderr); err != nil {
+		t.Fatalf("%v; stderr: %s", err, stderr.String())
+	}
+	for _, c := range charts {
+		f, err := os.Open(filepath.Join(dir, c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := png.DecodeConfig(f)
+		f.Close()
+		if err != nil || cfg.Width < 400 || cfg.Height < 200 {
+			t.Errorf("%s: %+v, %v", c.file, cfg, err)
+		}
+	}
+	b, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| delay (PING p50 / p99) | scenario | metric | leasehold | rueidislock |",
+		"| 250us (610µs / 900µs) | uncontended | ops/s | 800 | 780 |",
+		"| uncontended acquire+release | µs/op | 200 | 200 |",
+		"| 64 goroutines, one key (250µs held) | handoffs/s | 748 | 680 |",
+		"| 10,000 waiters on 1,000 names | TCP connections | – | – |",
+		"|  | scripts / commands per op | 2 / 2 | 2 / 2 |",
+		"leasehold 60k ops/s = 1.50x rueidislock's 40k",
+		"leasehold = 0.75 of redis-benchmark's 80k",
+		"leasehold 4.1 round trips/handoff (rueidislock 3.1; target <= 3.1), p99 391µs",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("summary lacks %q:\n%s", want, b)
+		}
+	}
+}
+
+// Results without any Scale benchmark draw nothing, and say so.
+func TestRunWithoutCurves(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "in.txt")
+	if err := os.WriteFile(in, []byte("BenchmarkUncontended/leasehold-2 10 5 ns/op\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"-o", t.TempDir(), in}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if stdout.Len() != 0 || !strings.Contains(stderr.String(), "goroutines.png not drawn") {
+		t.Errorf("stdout %q, stderr %q", stdout.String(), stderr.String())
+	}
+	if err := run([]string{"-o", t.TempDir(), "testdata/none.txt"}, &stdout, &stderr); err == nil {
+		t.Error("no error for a missing file")
+	}
+}
