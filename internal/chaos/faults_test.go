@@ -129,12 +129,15 @@ func TestPauseHolder(t *testing.T) {
 // lock is lost with it, as any single Redis without persistence loses it. A
 // holder caught in its section goes on until its renewal finds the lock gone
 // while a new holder takes the lock on the empty server at once, so their
-// sections may overlap. The fencing counter is gone too, but the next token
-// is drawn from the server's clock, above every token drawn before the
-// restart: the fence refuses the old holder, and every overlap is guarded.
-// (Before tokens had the clock as their floor, the counter restarted from 1,
-// handed out tokens twice and the fence refused every holder after a
-// restart; this test forbids that now.)
+// sections may overlap: the documented loss of a lock on one Redis without
+// persistence (an overlap in which the old holder wrote nothing, having
+// learnt of its loss, is not refused by the fence either). The fencing
+// counter is gone too, but the next token is drawn from the server's clock,
+// above every token drawn before the restart: the fence refuses any late
+// write of the old holder, and the resource never accepts a token twice or
+// out of order. (Before tokens had the clock as their floor, the counter
+// restarted from 1, handed out tokens twice and the fence refused every
+// holder after a restart; this test forbids that now.)
 func TestRestartServer(t *testing.T) {
 	srv := redistest.Start(t)
 	base := defaults(KindRLock, "restart", srv.Addr())
@@ -163,9 +166,9 @@ func TestRestartServer(t *testing.T) {
 		}
 		t.Logf("restart %d: %s held token %d; the restarted server's counter is at %d", i, enter.Holder, enter.Token, tok)
 	}
-	// The lock itself is lost with the server, so sections may overlap; the
-	// fence must refuse the older holder, since tokens never go back.
-	rep, _ := r.check(waitSlack)
+	// The lock itself is lost with the server, so sections may overlap;
+	// tokens must never go back.
+	rep, _ := r.checkWith(waitSlack, true)
 	t.Logf("single server restarted %d times: %d overlapping sections (the lock was lost), %d guarded by the fence; %d of %d restarts sent tokens backwards; %d writes refused",
 		restarts, rep.Overlaps, rep.Guarded, regressed, restarts, rep.Refused)
 }
