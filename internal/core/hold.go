@@ -361,8 +361,15 @@ func (h *Hold) release(ctx context.Context) error {
 	h.releasing = last
 	h.mu.Unlock()
 
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
-	defer cancel()
+	rctx := ctx
+	if ctx.Done() != nil {
+		// A ctx that can end (a request's): detach from it, bounded by a
+		// timeout of our own. One that cannot (context.Background, the
+		// usual defer) costs nothing more: its retries are bounded below.
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+		defer cancel()
+	}
 	err := h.releaseRetrying(rctx, last)
 	switch {
 	case errors.Is(err, lease.ErrNotHeld):
@@ -405,7 +412,8 @@ func (h *Hold) release(ctx context.Context) error {
 }
 
 // releaseRetrying runs the release until Redis answers, retrying transport
-// errors with backoff under one request id, until ctx ends.
+// errors with backoff under one request id, until ctx ends or ReleaseTimeout
+// has passed.
 //
 // Giving up every hold is answered "not held" when repeated. After a try
 // whose outcome is unknown, that answer means the try did release, provided
@@ -421,7 +429,7 @@ func (h *Hold) releaseRetrying(ctx context.Context, all bool) error {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = 20 * time.Millisecond
 	b.MaxInterval = time.Second
-	b.MaxElapsedTime = 0
+	b.MaxElapsedTime = ReleaseTimeout
 	b.Reset() // the first interval was set from the defaults
 	return backoff.Retry(func() error {
 		err := h.cfg.Release(ctx, id, all)
