@@ -291,13 +291,7 @@ func TestInspectRW(t *testing.T) {
 // tryLockInnerAsync), as in rlock's and rw's interop tests: the command must
 // read what a Java service wrote.
 const (
-	redissonLock = "if ((redis.call('exists', KEYS[1]) == 0) " +
-		"or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then " +
-		"redis.call('hincrby', KEYS[1], ARGV[2], 1); " +
-		"redis.call('pexpire', KEYS[1], ARGV[1]); " +
-		"return nil; " +
-		"end; " +
-		"return redis.call('pttl', KEYS[1]);"
+	redissonLock     = redistest.RedissonLockScript
 	redissonReadLock = "local mode = redis.call('hget', KEYS[1], 'mode'); " +
 		"if (mode == false) then " +
 		"redis.call('hset', KEYS[1], 'mode', 'read'); " +
