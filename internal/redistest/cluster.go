@@ -529,7 +529,19 @@ func (c *Cluster) AwaitReplicas(d time.Duration) {
 // sync), and fails the test after d.
 func (c *Cluster) Failover(replica *Server, d time.Duration) {
 	c.tb.Helper()
-	c.must(replica, "CLUSTER", "FAILOVER")
+	// A replica refuses a failover while it is not yet in sync with its
+	// primary (a busy machine, a primary just restarted): ask again.
+	deadline := time.Now().Add(d)
+	for {
+		err := c.do(replica, "CLUSTER", "FAILOVER").Error()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			c.tb.Fatalf("redistest: CLUSTER FAILOVER on %s: %v", replica.Addr(), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	id := c.ID(replica)
 	c.await(d, "CLUSTER FAILOVER on "+replica.Addr(), func(nodes []clusterNode) bool {
 		for _, n := range nodes {
