@@ -65,9 +65,6 @@ func New(c *core.Client, name string, scope any, cfg core.LockConfig, p Protocol
 // Name is the lock name.
 func (e *Engine) Name() string { return e.name }
 
-// Config is the lock's configuration.
-func (e *Engine) Config() core.LockConfig { return e.cfg }
-
 // Scope is the lock's reentrancy scope.
 func (e *Engine) Scope() any { return e.scope }
 
@@ -145,7 +142,11 @@ func (e *Engine) AcquireAsync(ctx context.Context) *lease.Future {
 		run() // fails at once: no client
 		return f
 	}
-	return Async(ctx, e.Acquire, e.clients())
+	f, run := core.NewFuture(ctx, e.Acquire)
+	if !goJoined(e.clients(), run) {
+		run() // fails at once: the Client is closed
+	}
+	return f
 }
 
 func (e *Engine) observed(ctx context.Context, op string, wait bool) (*lease.Lease, error) {
@@ -179,7 +180,7 @@ func (e *Engine) acquire(ctx context.Context, op string, wait bool, n *int) (*le
 		*n++
 		return e.reenter(ctx, op, h)
 	}
-	owner := e.owner(ctx)
+	owner := e.client.NewOwner()
 	*n++
 	ls, g, err := e.attempt(ctx, op, owner, wait)
 	if ls != nil || (err != nil && !core.Transient(err)) {
@@ -192,7 +193,7 @@ func (e *Engine) acquire(ctx context.Context, op string, wait bool, n *int) (*le
 		return nil, core.Errorf(op, e.name, "%w", lease.ErrNotAcquired)
 	}
 	if err != nil {
-		owner = e.owner(ctx) // the first is being undone: see attempt
+		owner = e.client.NewOwner() // the first is being undone: see attempt
 	}
 	return e.wait(ctx, op, owner, g, err, n)
 }
@@ -205,9 +206,6 @@ func (e *Engine) held(ctx context.Context) *core.Hold {
 	}
 	return core.HoldFrom(ctx, e.scope, e.name)
 }
-
-// owner picks the owner of a fresh acquisition.
-func (e *Engine) owner(context.Context) string { return e.client.NewOwner() }
 
 // wait runs attempts until one holds the lock, each after a wake-up, the
 // holder's remaining TTL, or a backoff after a Redis error.
@@ -266,7 +264,7 @@ func (e *Engine) wait(ctx context.Context, op, owner string, g lua.Grant, err er
 			// the undo then frees: go on under a new owner. (A fair
 			// lock's waiter so rejoins the queue at its tail.)
 			prev := owner
-			owner = e.owner(ctx)
+			owner = e.client.NewOwner()
 			if ch, _ := e.proto.Wakeup(owner); ch != e.channel(prev) {
 				w.Leave(false)
 				if w, werr = e.register(op, owner); werr != nil {
@@ -540,15 +538,4 @@ func (e *Engine) ctxErr(ctx context.Context, op string, last error) error {
 		return core.Errorf(op, e.name, "%w (last attempt: %v)", ctx.Err(), last)
 	}
 	return core.Errorf(op, e.name, "%w", ctx.Err())
-}
-
-// Async starts acquire in a goroutine that the Close of every Client in cs
-// waits for, and returns its Future. Once one of them is closed the attempt
-// runs at once, before Async returns, and fails.
-func Async(ctx context.Context, acquire func(context.Context) (*lease.Lease, error), cs []*core.Client) *lease.Future {
-	f, run := core.NewFuture(ctx, acquire)
-	if !goJoined(cs, run) {
-		run()
-	}
-	return f
 }

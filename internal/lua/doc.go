@@ -3,7 +3,7 @@
 // NOSCRIPT), with its KEYS and ARGV built from a lock name and owner, and its
 // reply read into a Grant or a release outcome.
 //
-//	g, err := lua.AcquireLock(ctx, rc, "orders", owner, 30*time.Second)
+//	g, err := lua.NewLock("orders", 30*time.Second, 5*time.Second).Acquire(ctx, rc, owner)
 //	if err == nil && g.Acquired { ... }
 //
 // Package script holds the sources and the names of the keys, the layout

@@ -108,19 +108,6 @@ func (l *Lock) RenewKeys() []string { return l.renewKeys }
 // RenewArgs is lock_renew's ARGV for owner.
 func (l *Lock) RenewArgs(owner string) []string { return []string{l.lease, owner} }
 
-// AcquireLock runs lock_acquire: take or re-enter the lock name for owner
-// with the given lease.
-func AcquireLock(ctx context.Context, c rueidis.Client, name, owner string, lease time.Duration) (Grant, error) {
-	return ParseGrant(Exec(ctx, c, script.LockAcquire, []string{name, script.TokenKey(name)}, []string{Ms(lease), owner}))
-}
-
-// ReleaseLock runs lock_release for one hold of owner, or every hold when all
-// is set. requestID names the release so that a retry is answered from the
-// latch; latch is how long that answer is kept.
-func ReleaseLock(ctx context.Context, c rueidis.Client, name, owner, requestID string, lease, latch time.Duration, all bool) (int64, error) {
-	return NewLock(name, lease, latch).Release(ctx, c, owner, requestID, all)
-}
-
 // ForceReleaseLock runs lock_force_release: it reports whether a lock was deleted.
 func ForceReleaseLock(ctx context.Context, c rueidis.Client, name string) (bool, error) {
 	n, err := Exec(ctx, c, script.LockForceRelease, []string{name, script.LockChannel(name)}, []string{script.UnlockMessage}).AsInt64()
