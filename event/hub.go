@@ -81,6 +81,7 @@ type topic struct {
 	done    chan struct{} // closed when the subscription goroutine has ended
 	prev    *topic        // an older topic on the channel still unsubscribing
 	counted bool          // messages are counts (see Counted)
+	events  uint64        // wake-ups of any kind so far, under Hub.mu (see Mark)
 }
 
 // Waiter is one goroutine's interest in a channel.
@@ -145,6 +146,44 @@ func (h *Hub) Watch(channel, key string, opts ...WatchOption) (*Waiter, error) {
 	t.counted = t.counted || w.weight > 0
 	t.waiters = append(t.waiters, w)
 	return w, nil
+}
+
+// Mark records where a channel's wake-ups stand, for Missed. Take it before
+// an attempt that may end in a Watch.
+type Mark struct {
+	t      *topic
+	events uint64
+}
+
+// Mark returns the channel's mark: the zero Mark when the channel is not
+// subscribed yet, with which Missed always reports true.
+func (h *Hub) Mark(channel string) Mark {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.topics[channel]
+	if t == nil {
+		return Mark{}
+	}
+	select {
+	case <-t.ready:
+		return Mark{t: t, events: t.events}
+	default:
+		return Mark{}
+	}
+}
+
+// Missed reports whether the waiter may have missed a wake-up since m was
+// taken: unless m was taken on the waiter's channel while it was subscribed
+// and nothing woke any of the channel's waiters since (a message, an
+// invalidation, a resubscription), it reports true. A caller that took m
+// before an attempt and Watched after the attempt failed need not try again
+// before its first wake-up when Missed is false: a release after the attempt
+// was either heard before the Watch (Missed is true) or will wake the
+// waiter. Otherwise it should try once more after Ready, as with no mark.
+func (w *Waiter) Missed(m Mark) bool {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	return m.t != w.t || m.t.events != m.events
 }
 
 // Ready is closed once the channel's subscription is confirmed.
@@ -319,6 +358,7 @@ func (h *Hub) wakeCount(t *topic, n int64) {
 	if n <= 0 {
 		return
 	}
+	t.events++
 	order := slices.Clone(t.waiters)
 	slices.SortStableFunc(order, func(a, b *Waiter) int { return cmp.Compare(b.weight, a.weight) })
 	for _, w := range order {
@@ -363,6 +403,7 @@ func (h *Hub) Invalidate(keys []rueidis.RedisMessage) {
 // wakeOne wakes the longest-waiting waiter that has no wake-up pending; if
 // all have one, nothing more is needed. Called with h.mu held.
 func (h *Hub) wakeOne(t *topic) {
+	t.events++
 	for _, w := range t.waiters {
 		select {
 		case w.c <- struct{}{}:
@@ -375,6 +416,7 @@ func (h *Hub) wakeOne(t *topic) {
 
 // wakeAll wakes every waiter of t. Called with h.mu held.
 func (h *Hub) wakeAll(t *topic) {
+	t.events++
 	for _, w := range t.waiters {
 		select {
 		case w.c <- struct{}{}:

@@ -262,3 +262,76 @@ func TestCountedWakesByWeight(t *testing.T) {
 		t.Fatalf("with b's wake-up pending, message \"3\" left %q woken, want \"abd\"", got)
 	}
 }
+
+// A mark tells a late waiter whether it may have missed a wake-up: always
+// when the channel was not subscribed at the mark, never on a silent
+// subscribed channel, and after any message or invalidation since.
+func TestMarkMissed(t *testing.T) {
+	srv := redistest.Start(t)
+	h, rc := newHub(t, srv.Addr())
+	ctx := context.Background()
+
+	early := h.Mark("ch") // not subscribed yet
+	first := watchReady(t, h, "ch", "k")
+	defer first.Leave(false)
+	if w := watch(t, h, "ch", "k"); !w.Missed(early) {
+		t.Error("a mark taken before the subscription reports nothing missed")
+	} else {
+		w.Leave(false)
+	}
+
+	quiet := h.Mark("ch")
+	w := watch(t, h, "ch", "k")
+	if w.Missed(quiet) {
+		t.Error("a silent subscribed channel reports a missed wake-up")
+	}
+	w.Leave(false)
+
+	heard := h.Mark("ch")
+	if err := rc.Do(ctx, rc.B().Publish().Channel("ch").Message("0").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if !woken(first, 5*time.Second) {
+		t.Fatal("the message never arrived")
+	}
+	w = watch(t, h, "ch", "k")
+	if !w.Missed(heard) {
+		t.Error("a message heard after the mark reports nothing missed")
+	}
+	w.Leave(false)
+
+	// An invalidation of the lock key counts too.
+	if err := rc.DoCache(ctx, rc.B().Hlen().Key("k").Cache(), time.Minute).Error(); err != nil {
+		t.Fatal(err)
+	}
+	invalidated := h.Mark("ch")
+	if err := srv.Do("HSET", "k", "f", "1").Error(); err != nil {
+		t.Fatal(err)
+	}
+	if !woken(first, 5*time.Second) {
+		t.Fatal("the invalidation never arrived")
+	}
+	w = watch(t, h, "ch", "k")
+	if !w.Missed(invalidated) {
+		t.Error("an invalidation after the mark reports nothing missed")
+	}
+	w.Leave(false)
+
+	// A mark is of one channel.
+	other := watchReady(t, h, "other", "")
+	defer other.Leave(false)
+	w = watch(t, h, "ch", "k")
+	if !w.Missed(h.Mark("other")) {
+		t.Error("a mark of another channel reports nothing missed")
+	}
+	w.Leave(false)
+}
+
+func watch(t *testing.T, h *event.Hub, channel, key string) *event.Waiter {
+	t.Helper()
+	w, err := h.Watch(channel, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}

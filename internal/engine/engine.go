@@ -181,6 +181,12 @@ func (e *Engine) acquire(ctx context.Context, op string, wait bool, n *int) (*le
 		return e.reenter(ctx, op, h)
 	}
 	owner := e.client.NewOwner()
+	var mark event.Mark
+	if wait {
+		// Taken before the attempt: a release after it is either heard by
+		// then or wakes the waiter registered below (see wait).
+		mark = e.watch.Mark(e.channel(owner))
+	}
 	*n++
 	ls, g, err := e.attempt(ctx, op, owner, wait)
 	if ls != nil || (err != nil && !core.Transient(err)) {
@@ -195,7 +201,7 @@ func (e *Engine) acquire(ctx context.Context, op string, wait bool, n *int) (*le
 	if err != nil {
 		owner = e.client.NewOwner() // the first is being undone: see attempt
 	}
-	return e.wait(ctx, op, owner, g, err, n)
+	return e.wait(ctx, op, owner, mark, g, err, n)
 }
 
 // held is the hold of this lock that ctx carries, for a re-entry: nil when
@@ -209,10 +215,19 @@ func (e *Engine) held(ctx context.Context) *core.Hold {
 
 // wait runs attempts until one holds the lock, each after a wake-up, the
 // holder's remaining TTL, or a backoff after a Redis error.
-func (e *Engine) wait(ctx context.Context, op, owner string, g lua.Grant, err error, n *int) (*lease.Lease, error) {
+func (e *Engine) wait(ctx context.Context, op, owner string, mark event.Mark, g lua.Grant, err error, n *int) (*lease.Lease, error) {
 	w, werr := e.register(op, owner)
 	if werr != nil {
 		return nil, werr
+	}
+	ready := w.Ready()
+	if err == nil && !w.Missed(mark) {
+		// The channel was subscribed before the first attempt and nothing
+		// has been heard on it since: the release the holder has yet to
+		// make will wake us, no second attempt is needed on Ready.
+		ready = nil
+		// Track errors are not fatal: the TTL timer still runs.
+		_ = w.Track(ctx)
 	}
 	held, passOn := false, false
 	defer func() {
@@ -231,7 +246,6 @@ func (e *Engine) wait(ctx context.Context, op, owner string, g lua.Grant, err er
 	b.Reset() // the first interval was set from the defaults
 	t := e.clock.NewTimer(e.pause(g, err, b))
 	defer t.Stop()
-	ready := w.Ready()
 	lastErr := err
 	for {
 		select {

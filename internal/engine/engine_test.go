@@ -88,13 +88,17 @@ type fakeHub struct {
 	mu      sync.Mutex
 	waiters []*fakeWaiter
 	watched chan *fakeWaiter
+	// quiet: every waiter reports it missed nothing since the mark taken
+	// before the first attempt (the channel was subscribed and silent).
+	quiet bool
 }
 
 func newFakeHub() *fakeHub { return &fakeHub{watched: make(chan *fakeWaiter, 8)} }
 
 func (h *fakeHub) Watch(channel, key string, opts ...event.WatchOption) (waiter, error) {
-	w := &fakeWaiter{channel: channel, opts: len(opts), ready: make(chan struct{}), c: make(chan struct{}, 1), left: make(chan bool, 1)}
 	h.mu.Lock()
+	w := &fakeWaiter{channel: channel, opts: len(opts), ready: make(chan struct{}), c: make(chan struct{}, 1), left: make(chan bool, 1),
+		quiet: h.quiet}
 	h.waiters = append(h.waiters, w)
 	h.mu.Unlock()
 	h.watched <- w
@@ -107,12 +111,16 @@ type fakeWaiter struct {
 	ready   chan struct{}
 	c       chan struct{}
 	left    chan bool // receives Leave's passOn
+	quiet   bool
 }
+
+func (h *fakeHub) Mark(string) event.Mark { return event.Mark{} }
 
 func (w *fakeWaiter) Ready() <-chan struct{}      { return w.ready }
 func (w *fakeWaiter) C() <-chan struct{}          { return w.c }
 func (w *fakeWaiter) Track(context.Context) error { return nil }
 func (w *fakeWaiter) Leave(passOn bool)           { w.left <- passOn }
+func (w *fakeWaiter) Missed(event.Mark) bool      { return !w.quiet }
 
 // answer is one scripted reply to an attempt.
 type answer struct {
@@ -287,6 +295,30 @@ func TestWakeUpAndReadyTryAtOnce(t *testing.T) {
 	if passOn := recv(t, w.left, "Leave"); passOn {
 		t.Fatal("a waiter that got the lock passed its wake-up on")
 	}
+}
+
+// A waiter whose channel was subscribed and silent since before its first
+// attempt makes no second attempt when Ready: only a wake-up (or the timer)
+// brings the next one.
+func TestQuietChannelNoSecondAttempt(t *testing.T) {
+	r := newRig(t)
+	r.hub.quiet = true
+	r.proto.answers <- answer{g: lua.Grant{Wait: time.Hour}}
+	done := r.acquire(context.Background())
+	recv(t, r.proto.tries, "first attempt")
+	w := recv(t, r.hub.watched, "watch")
+	recv(t, r.clock.armed, "timer")
+
+	close(w.ready)
+	select {
+	case owner := <-r.proto.tries:
+		t.Fatalf("attempt as %q on Ready after a quiet mark", owner)
+	case <-time.After(50 * time.Millisecond): // an attempt would come at once
+	}
+	r.proto.answers <- answer{g: lua.Grant{Acquired: true, Token: 1}}
+	w.c <- struct{}{}
+	recv(t, r.proto.tries, "attempt on wake-up")
+	held(t, done)
 }
 
 // A holder whose key has no expiry reports no wait: the waiter sleeps the

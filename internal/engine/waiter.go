@@ -9,6 +9,7 @@ import (
 // watcher registers waiters for wake-ups: the Client's hub, or a test's.
 type watcher interface {
 	Watch(channel, key string, opts ...event.WatchOption) (waiter, error)
+	Mark(channel string) event.Mark
 }
 
 // waiter is one wait's registration, as *event.Waiter.
@@ -16,6 +17,7 @@ type waiter interface {
 	Ready() <-chan struct{}
 	C() <-chan struct{}
 	Track(ctx context.Context) error
+	Missed(m event.Mark) bool
 	Leave(passOn bool)
 }
 
@@ -29,3 +31,5 @@ func (w hubWatcher) Watch(channel, key string, opts ...event.WatchOption) (waite
 	}
 	return ew, nil
 }
+
+func (w hubWatcher) Mark(channel string) event.Mark { return w.h.Mark(channel) }

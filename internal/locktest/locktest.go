@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -182,7 +183,8 @@ func Subscribe(tb testing.TB, srv *redistest.Server, channel string) <-chan stri
 // A goroutine that released does not contend again until another has
 // acquired since its own acquisition, so each acquisition is a handoff to a
 // goroutine that was waiting, woken by a release (a releaser that re-won at
-// once would measure no wake-up). acquire returns the release.
+// once would measure no wake-up). acquire returns the release. The hold is
+// spent by Work, so that it lasts hold and no more.
 func Handoffs(tb testing.TB, workers, n int, hold time.Duration, acquire func(context.Context) (func(), error)) time.Duration {
 	var (
 		mu    sync.Mutex
@@ -215,7 +217,7 @@ func Handoffs(tb testing.TB, workers, n int, hold time.Duration, acquire func(co
 				mine, done := count, count >= n
 				moved.Broadcast()
 				mu.Unlock()
-				time.Sleep(hold)
+				Work(hold)
 				release()
 				if done {
 					stop()
@@ -231,6 +233,18 @@ func Handoffs(tb testing.TB, workers, n int, hold time.Duration, acquire func(co
 	}
 	wg.Wait()
 	return time.Since(start)
+}
+
+// Work spends d as a critical section's work would, yielding to other
+// goroutines meanwhile. Unlike time.Sleep, whose wake-up below a
+// millisecond depends on what else the process is doing (an idle Go
+// runtime waits for timers in whole milliseconds), it ends after d, so a
+// benchmark's handoff rate is not set by how busy its waiters keep the
+// runtime.
+func Work(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		runtime.Gosched()
+	}
 }
 
 // Stream starts a goroutine per locker that, after i*stagger for the i-th,
