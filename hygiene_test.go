@@ -278,6 +278,48 @@ func TestTokensRiseAfterClockStep(t *testing.T) {
 	}
 }
 
+// A counter of clock size (16 digits or more) goes +1, carries included,
+// up to 2^63-1; a smaller one (a foreign INCR of an absent counter) or a
+// negative one gives way to the server's clock.
+func TestTokenDraws(t *testing.T) {
+	srv := redistest.Start(t)
+	c := locktest.Open(t, srv)
+	ctx := locktest.Ctx(t, time.Minute)
+	cases := []struct {
+		name, counter string
+		want          uint64 // 0: from the clock
+	}{
+		{"carry", "2999999999999999", 3000000000000000},
+		{"leading zeros", "0002999999999999999", 3000000000000000},
+		{"top", "9223372036854775806", 9223372036854775807},
+		{"foreign small", "7", 0},
+		{"negative", "-5", 0},
+	}
+	for _, k := range kinds {
+		if k.name == "multi" || k.name == "rw-write-preferred" {
+			continue
+		}
+		for _, tc := range cases {
+			t.Run(k.name+"/"+tc.name, func(t *testing.T) {
+				name := "draw-" + k.name + "-" + tc.name
+				srv.Do("SET", script.TokenKey(name), tc.counter)
+				before := uint64(time.Now().Add(-time.Minute).UnixMicro()) // server and test share a clock
+				ls := locktest.MustAcquire(t, k.new(c, name), ctx)
+				defer locktest.Release(t, ls)
+				switch got := ls.Token(); {
+				case tc.want != 0 && got != tc.want:
+					t.Fatalf("counter %s: token %d, want %d", tc.counter, got, tc.want)
+				case tc.want == 0 && (got < before || got > uint64(time.Now().Add(time.Minute).UnixMicro())):
+					t.Fatalf("counter %s: token %d, want the clock (about %d)", tc.counter, got, time.Now().UnixMicro())
+				}
+				if v, _ := srv.Do("GET", script.TokenKey(name)).ToString(); v != strconv.FormatUint(ls.Token(), 10) {
+					t.Fatalf("counter %q after drawing %d", v, ls.Token())
+				}
+			})
+		}
+	}
+}
+
 // The fencing counter expires with the lock: at most the lease after the
 // last acquisition, and a new draw after that still rises (from the clock).
 func TestTokenKeyExpires(t *testing.T) {
