@@ -196,12 +196,13 @@ func (w *Waiter) C() <-chan struct{} { return w.c }
 // Track makes sure the hub hears when the lock key changes or expires, by
 // reading it through the client-side cache: a round trip only when the key is
 // not tracked already (an invalidation ends tracking until the next read).
-// Without invalidation tracking it does nothing.
+// It reads the key's TYPE, which answers for a key of any type (a lock's
+// hash, a semaphore's string). Without invalidation tracking it does nothing.
 func (w *Waiter) Track(ctx context.Context) error {
 	if !w.h.tracking || w.t.key == "" {
 		return nil
 	}
-	return w.h.rc.DoCache(ctx, w.h.rc.B().Hlen().Key(w.t.key).Cache(), time.Minute).Error()
+	return w.h.rc.DoCache(ctx, w.h.rc.B().Type().Key(w.t.key).Cache(), time.Minute).Error()
 }
 
 // Leave unregisters the waiter. A wake-up it received but did not act on is

@@ -174,15 +174,21 @@ func TestResubscribeAfterCut(t *testing.T) {
 func TestInvalidationWakes(t *testing.T) {
 	srv := redistest.Start(t)
 	h, _ := newHub(t, srv.Addr())
-	srv.Do("HSET", "lockkey", "owner", "1")
-	w := watchReady(t, h, "ch", "lockkey")
-	defer w.Leave(false)
-	if err := w.Track(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	srv.Do("DEL", "lockkey")
-	if !woken(w, 5*time.Second) {
-		t.Fatal("no wake-up from the invalidation of the lock key")
+	// A lock's hash and a semaphore's string: Track reads either.
+	for key, set := range map[string][]string{
+		"lockkey": {"HSET", "lockkey", "owner", "1"},
+		"semkey":  {"SET", "semkey", "3"},
+	} {
+		srv.Do(set...)
+		w := watchReady(t, h, "ch-"+key, key)
+		if err := w.Track(context.Background()); err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		srv.Do("DEL", key)
+		if !woken(w, 5*time.Second) {
+			t.Fatalf("no wake-up from the invalidation of %s", key)
+		}
+		w.Leave(false)
 	}
 }
 
