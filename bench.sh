@@ -17,7 +17,8 @@
 #
 # Writes:
 #   bench/latest.txt           the scenarios: Uncontended, ParallelDistinct,
-#                              Contended, ManyWaiters, Renewal, Network
+#                              Contended, ManyWaiters, Renewal, Network, and
+#                              RoundTrip (one PING by each transport)
 #   bench/redis-benchmark.txt  the baseline, one benchmark-format line per run
 #   bench/scale.txt            the Scale benchmarks over their full ranges
 #   bench/summary.md           README's tables and issue 15's targets
@@ -33,7 +34,7 @@ SCALE_COUNT=${SCALE_COUNT:-$COUNT}
 mkdir -p bench
 
 # 1. The scenarios, every library in each. The Scale benchmarks run in step 3.
-scenarios='^Benchmark(Uncontended|ParallelDistinct|Contended|ManyWaiters|Renewal|Network)$'
+scenarios='^Benchmark(Uncontended|ParallelDistinct|Contended|ManyWaiters|Renewal|Network|RoundTrip)$'
 go test -run '^$' -bench "$scenarios" -benchtime "$BENCHTIME" -count "$COUNT" -timeout 120m . | tee bench/latest.txt
 
 # 2. The baseline: redis-benchmark pipelining the same lock scripts

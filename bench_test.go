@@ -790,6 +790,65 @@ func ping(b *testing.B, addr string) {
 	percentiles(b, lat)
 }
 
+// BenchmarkRoundTrip times one PING on loopback by each transport the
+// libraries use: rueidis' pipeline, whose writer and reader goroutines run
+// once a subscription is on the connection (a leasehold Client's, always);
+// rueidis' synchronous path, the caller writing and reading itself (a lone
+// caller on a connection with no subscription, as rueidislock's when it
+// does not wait, or a DisableAutoPipelining client's); and go-redis (redsync
+// and redislock). It is what an uncontended acquire+release pays twice.
+func BenchmarkRoundTrip(b *testing.B) {
+	srv := redistest.Start(b)
+	ctx := context.Background()
+	run := func(b *testing.B, do func() error) {
+		if err := do(); err != nil { // connected
+			b.Fatal(err)
+		}
+		lat := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for range b.N {
+			start := time.Now()
+			if err := do(); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		b.StopTimer()
+		percentiles(b, lat)
+	}
+	rueidisClient := func(b *testing.B) rueidis.Client {
+		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(rc.Close)
+		return rc
+	}
+	b.Run("rueidis-pipelined", func(b *testing.B) {
+		rc := rueidisClient(b)
+		subscribed := make(chan struct{})
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = rc.Receive(rueidis.WithOnSubscriptionHook(sctx, func(rueidis.PubSubSubscription) { close(subscribed) }),
+				rc.B().Subscribe().Channel("roundtrip").Build(), func(rueidis.PubSubMessage) {})
+		}()
+		defer func() { cancel(); <-done }()
+		<-subscribed
+		run(b, func() error { return rc.Do(ctx, rc.B().Ping().Build()).Error() })
+	})
+	b.Run("rueidis-sync", func(b *testing.B) {
+		rc := rueidisClient(b)
+		run(b, func() error { return rc.Do(ctx, rc.B().Ping().Build()).Error() })
+	})
+	b.Run("go-redis", func(b *testing.B) {
+		rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
+		defer rdb.Close()
+		run(b, func() error { return rdb.Ping(ctx).Err() })
+	})
+}
+
 // pairs runs b.N acquire+release pairs on g goroutines, each on a lock of
 // its own, and reports the throughput of the process, ops/s, and the p50
 // and p99 latency of a pair. Each goroutine makes one pair first, untimed
