@@ -278,9 +278,9 @@ func TestTokensRiseAfterClockStep(t *testing.T) {
 	}
 }
 
-// A counter of clock size (16 digits or more) goes +1, carries included,
-// up to 2^63-1; a smaller one (a foreign INCR of an absent counter) or a
-// negative one gives way to the server's clock.
+// A counter ahead of the clock goes +1, carries included, up to 2^63-1; a
+// smaller one (a foreign INCR of an absent counter) or a negative one gives
+// way to the server's clock.
 func TestTokenDraws(t *testing.T) {
 	srv := redistest.Start(t)
 	c := locktest.Open(t, srv)

@@ -17,8 +17,7 @@
 // first, and the sorted set redisson_lock_timeout:{NAME} of each waiter's
 // deadline to keep its place, in milliseconds on the Redis server's clock.
 // Every acquisition draws its fencing token from redisson_lock_token:{NAME},
-// as rlock does: counter + 1, or the server's clock in µs when there is no
-// counter, so tokens rise
+// as rlock does: max(counter + 1, the server's clock in µs), so tokens rise
 // even after the counter is gone (see the README's "Fencing tokens").
 //
 // # Fairness

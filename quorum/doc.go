@@ -40,9 +40,8 @@
 // seen: the paused holder's late write then carries an old token and is
 // refused.
 //
-// Each node counts tokens on its own (redisson_lock_token:{NAME}: counter + 1,
-// or the node's clock in µs without a counter, on every acquisition), so the
-// counters diverge
+// Each node counts tokens on its own (redisson_lock_token:{NAME}: max(counter
+// + 1, the node's clock in µs) on every acquisition), so the counters diverge
 // and the maximum over one majority is not enough: nodes A=5, B=1 grant 6 to
 // one holder, and a later holder on B and C=1 would get 2. So the quorum takes
 // the highest token its members drew and, before the Lease is returned,

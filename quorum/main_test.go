@@ -98,8 +98,8 @@ func counter(t testing.TB, srv *redistest.Server, name string) uint64 {
 }
 
 // ahead is a fencing counter value an hour ahead of the server's clock, so
-// that tokens drawn after it rise by exactly 1 (a token is counter + 1 when
-// the counter is of clock size) and tests can name them.
+// that tokens drawn after it rise by exactly 1 (a token is max(counter + 1,
+// the clock in µs)) and tests can name them.
 var ahead = uint64(time.Now().Add(time.Hour).UnixMicro())
 
 // at is ahead + n, as a counter value.

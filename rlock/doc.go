@@ -10,9 +10,8 @@
 // CLIENT_ID:LEASE_ID, holding the hold count, and a PEXPIRE of the lease. A
 // full release deletes it and publishes "0" on redisson_lock__channel:{NAME};
 // every acquisition
-// draws its fencing token from redisson_lock_token:{NAME}: counter + 1, or
-// the server's clock in µs when there is no counter (or one too small to
-// have come from a clock), PEXPIREd with the lease, so tokens rise across
+// draws its fencing token from redisson_lock_token:{NAME}: max(counter + 1,
+// the server's clock in µs), PEXPIREd with the lease, so tokens rise across
 // owners (Redisson's RFencedLock INCRs the same counter) and across a restart
 // of a Redis without persistence.
 //

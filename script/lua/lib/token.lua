@@ -1,14 +1,12 @@
 -- token: the fencing counter of a lock, redisson_lock_token:{NAME}. Each
--- acquisition draws counter + 1 when the counter holds a value drawn from
--- the clock (16 digits or more), and the server's TIME in microseconds
--- otherwise (no counter: a fresh name, a restart without persistence, its
--- expiry; or one too small to be ours). So tokens keep rising when the
--- counter is gone: the first is a near-timestamp, far below 2^63, above
--- every earlier token (each draw took at least a microsecond), and the next
--- go +1. It assumes the server's clock is not stepped back across a
--- restart, as key expiry does. Every draw sets the counter with this
--- acquisition's lease as its TTL, so it never outlives the last lock by
--- more than a lease. The common draw is a GET and a SET.
+-- acquisition draws max(counter + 1, the server's TIME in microseconds), so
+-- tokens keep rising when the counter is gone (a restart without
+-- persistence, or its expiry): they are then near-timestamps, far below
+-- 2^63, and two draws in one microsecond still differ by the +1. It assumes
+-- the server's clock is not stepped back across a restart, as key expiry
+-- does. The counter is PEXPIREd to at least the lease, so it never outlives
+-- the last lock by more than that (after a draw from the clock, exactly the
+-- lease of that acquisition).
 --
 -- token_plan(key) reads the counter and may fail (a key of another type, a
 -- value that is not an integer, a counter at 2^63-1): call it before the
@@ -39,31 +37,42 @@ end
 
 local function token_plan(key)
   local cur = redis.call('get', key)
-  if cur then
-    if not string.match(cur, '^%-?%d+$') then
-      return nil, 'fencing counter ' .. key .. ' holds "' .. cur .. '", not an integer'
-    end
-    cur = string.match(cur, '^0*(%d-)$') -- nil when negative
-    -- A counter of 16 digits or more (10^15 us is September 2001) was
-    -- drawn from a clock, or raised past one: every token drawn before
-    -- it is below it, and so below counter + 1.
-    if cur and #cur >= 16 then
-      if not decimal_less(cur, '9223372036854775807') then
-        return nil, 'fencing counter ' .. key .. ' is at ' .. cur .. ': no token above it fits in 63 bits'
-      end
-      return {set = decimal_incr(cur)}
-    end
-  end
-  -- No counter, or one too small to be ours (a foreign INCR of an absent
-  -- counter, a negative value): the clock, above every earlier token.
   local t = redis.call('time')
   local us = t[2]
-  return {set = t[1] .. string.sub('000000', #us + 1) .. us}
+  local floor = t[1] .. string.sub('000000', #us + 1) .. us
+  if not cur then
+    return {set = floor}
+  end
+  if not string.match(cur, '^%-?%d+$') then
+    return nil, 'fencing counter ' .. key .. ' holds "' .. cur .. '", not an integer'
+  end
+  if string.sub(cur, 1, 1) == '-' then
+    return {set = floor}
+  end
+  cur = string.match(cur, '^0*(%d-)$')
+  if cur == '' then
+    cur = '0'
+  end
+  if decimal_less(cur, floor) then
+    return {set = floor}
+  end
+  if not decimal_less(cur, '9223372036854775807') then
+    return nil, 'fencing counter ' .. key .. ' is at ' .. cur .. ': no token above it fits in 63 bits'
+  end
+  -- Written as a decimal string, not INCRed: INCR refuses a value with
+  -- leading zeros, which this accepts.
+  return {set = decimal_incr(cur), keep = true}
 end
 
 local function token_draw(key, plan, lease)
-  -- The counter's TTL becomes this lease, even if an earlier one was
-  -- longer: once it is gone, the clock still keeps tokens rising.
-  redis.call('set', key, plan.set, 'px', lease)
+  local ttl = lease
+  if plan.keep then
+    -- The counter is ahead of the clock: it keeps a longer TTL it had.
+    ttl = math.max(redis.call('pttl', key), tonumber(lease))
+  end
+  -- In the common case, the clock ahead of the counter, the counter's TTL
+  -- becomes this lease, even if an earlier one was longer: once it is gone,
+  -- the clock still keeps tokens rising.
+  redis.call('set', key, plan.set, 'px', ttl)
   return plan.set
 end
