@@ -569,7 +569,9 @@ func BenchmarkRenewal(b *testing.B) {
 	})
 }
 
-var benchMultiplex = -1
+// benchMultiplex is leasehold's rueidis PipelineMultiplex in the benchmarks:
+// -1, one connection, as Open's default.
+var benchMultiplex = *flag.Int("bench.multiplex", -1, "leasehold's rueidis PipelineMultiplex in the benchmarks (2^n connections; -1: one, as Open's default)")
 
 // sentCounts counts the commands a library sends, by name, so that usage
 // can tell them from the commands its scripts run: INFO commandstats counts
