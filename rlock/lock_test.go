@@ -273,6 +273,43 @@ func TestWakeOnInvalidation(t *testing.T) {
 	release(t, ls)
 }
 
+// A waiter that joins a channel already subscribed and silent makes no
+// second attempt (see event.Waiter.Missed); after a foreign DEL, which
+// publishes nothing, both waiters still get the lock in turn.
+func TestWakeOnInvalidationLateWaiter(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv)
+	ctx := ctxTimeout(t, 20*time.Second)
+	srv.Do("HSET", "silent", "foreign:1", "1")
+	srv.Do("PEXPIRE", "silent", "30000")
+	l := rlock.New(c, "silent")
+	first := l.AcquireAsync(ctx)
+	eventually(t, 5*time.Second, "first waiter subscribed", func() bool { return c.Stats().Subscriptions == 1 })
+	second := l.AcquireAsync(ctx)
+	eventually(t, 5*time.Second, "second waiter waiting", func() bool { return c.Stats().Waiters == 2 })
+	time.Sleep(50 * time.Millisecond) // let both settle into their waits
+	deleted := time.Now()
+	srv.Do("DEL", "silent")
+	pending := []*lease.Future{first, second}
+	for len(pending) > 0 {
+		// Either may win; the other is woken by the winner's release.
+		var f *lease.Future
+		select {
+		case <-pending[0].Done():
+			f, pending = pending[0], pending[1:]
+		case <-pending[len(pending)-1].Done():
+			f, pending = pending[len(pending)-1], pending[:len(pending)-1]
+		case <-time.After(4 * time.Second): // generous: a wake-up takes milliseconds
+			t.Fatalf("%d waiter(s) still waiting %v after DEL (lease 30s)", len(pending), time.Since(deleted))
+		}
+		ls, err := f.Result()
+		if err != nil {
+			t.Fatalf("waiter: %v", err)
+		}
+		release(t, ls)
+	}
+}
+
 // An expiring lock wakes its waiter soon after the expiry.
 func TestWakeOnExpiry(t *testing.T) {
 	srv := redistest.Start(t)
