@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -250,14 +251,20 @@ func TestWakeOnRelease(t *testing.T) {
 	release(t, ls)
 }
 
+// holdForeign makes name held by a foreign owner, as Redisson writes a lock,
+// for ttl.
+func holdForeign(srv *redistest.Server, name string, ttl time.Duration) {
+	srv.Do("HSET", name, "foreign:1", "1")
+	srv.Do("PEXPIRE", name, strconv.FormatInt(ttl.Milliseconds(), 10))
+}
+
 // A lock deleted without any message (a foreign client's DEL) still wakes
 // the waiter: the invalidation of the key does.
 func TestWakeOnInvalidation(t *testing.T) {
 	srv := redistest.Start(t)
 	c := open(t, srv)
 	ctx := ctxTimeout(t, 20*time.Second)
-	srv.Do("HSET", "silent", "foreign:1", "1")
-	srv.Do("PEXPIRE", "silent", "30000")
+	holdForeign(srv, "silent", 30000*time.Millisecond)
 	f := rlock.New(c, "silent").AcquireAsync(ctx)
 	eventually(t, 5*time.Second, "waiter subscribed", func() bool { return c.Stats().Subscriptions == 1 })
 	time.Sleep(50 * time.Millisecond) // let the waiter settle into its wait
@@ -280,8 +287,7 @@ func TestWakeOnInvalidationLateWaiter(t *testing.T) {
 	srv := redistest.Start(t)
 	c := open(t, srv)
 	ctx := ctxTimeout(t, 20*time.Second)
-	srv.Do("HSET", "silent", "foreign:1", "1")
-	srv.Do("PEXPIRE", "silent", "30000")
+	holdForeign(srv, "silent", 30000*time.Millisecond)
 	l := rlock.New(c, "silent")
 	first := l.AcquireAsync(ctx)
 	eventually(t, 5*time.Second, "first waiter subscribed", func() bool { return c.Stats().Subscriptions == 1 })
@@ -315,8 +321,7 @@ func TestWakeOnExpiry(t *testing.T) {
 	srv := redistest.Start(t)
 	c := open(t, srv)
 	ctx := ctxTimeout(t, 20*time.Second)
-	srv.Do("HSET", "expiring", "foreign:1", "1")
-	srv.Do("PEXPIRE", "expiring", "400")
+	holdForeign(srv, "expiring", 400*time.Millisecond)
 	start := time.Now()
 	ls := mustAcquire(t, rlock.New(c, "expiring"), ctx)
 	if el := time.Since(start); el > 400*time.Millisecond+time.Second {
