@@ -10,6 +10,16 @@
 //	defer w.Leave(false)
 //	select { case <-w.Ready(): case <-w.C(): case <-ctx.Done(): }
 //
+// A waiter that Watches after a failed attempt may miss a release made in
+// between. Take the channel's Mark before the attempt; once registered,
+// Missed(mark) says whether to try once more before waiting (it is false
+// only when the channel was subscribed and silent all along):
+//
+//	mark := hub.Mark(channel)
+//	// ... the attempt fails ...
+//	w := hub.Watch(channel, key)
+//	if w.Missed(mark) { /* try again after <-w.Ready() */ }
+//
 // A message wakes one waiter (the one waiting longest), not every waiter: the
 // woken one retries its lock and, if it gives up without trying, hands the
 // wake-up on. A message "1" (Redisson's read-unlock) wakes every waiter of the
