@@ -31,10 +31,14 @@ type Script struct {
 }
 
 // publishCall and spublishCall are how every script publishes, and how its
-// sharded twin does: the same arguments, the channel then the message.
+// sharded twin does: the same arguments, the channel then the message. A
+// script publishes after its writes, so it calls PUBLISH with redis.pcall: a
+// PUBLISH that an ACL refuses must not turn a change Redis has applied into
+// an error, which would tell the caller nothing changed. A message is only a
+// hint: waiters also wake on the key's invalidation or the lease's TTL.
 const (
-	publishCall  = "redis.call('publish', "
-	spublishCall = "redis.call('spublish', "
+	publishCall  = "redis.pcall('publish', "
+	spublishCall = "redis.pcall('spublish', "
 )
 
 // All returns every script of the package, in a new slice: for a tool that

@@ -4,6 +4,8 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"io/fs"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -178,6 +180,49 @@ func TestScriptsLoadOnRedis(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Every publish is redis.pcall in exactly the form publishCall names, in the
+// scripts and in the helpers they include: a PUBLISH refused after a script's
+// writes (an ACL without it) must not fail a change Redis has applied, and a
+// call in another form would escape the sharded twin's SPUBLISH.
+func TestPublishIsPcall(t *testing.T) {
+	anyPublish := regexp.MustCompile(`(?i)['"]s?publish['"]`)
+	files, err := fs.Glob(sources, "lua/*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	libs, err := fs.Glob(sources, "lua/lib/*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	published := 0
+	for _, f := range append(files, libs...) {
+		b, err := sources.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := string(b)
+		all, ok := len(anyPublish.FindAllString(src, -1)), strings.Count(src, publishCall)
+		if all != ok {
+			t.Errorf("%s: %d publish calls, %d of them %q", f, all, ok, publishCall)
+		}
+		published += ok
+	}
+	if published == 0 {
+		t.Errorf("no script holds %q", publishCall)
+	}
+}
+
+// lib/semaphore.lua's semaphore_max is MaxPermits, the bound the Go side
+// checks TrySetPermits and AddPermits against.
+func TestSemaphoreMaxIsMaxPermits(t *testing.T) {
+	want := "local semaphore_max = " + strconv.FormatInt(MaxPermits, 10) + "\n"
+	for _, s := range []*Script{SemaphoreAcquire, SemaphoreRelease, SemaphoreAdd, SemaphoreAvailable} {
+		if !strings.Contains(s.Source(), want) {
+			t.Errorf("%s: source lacks %q", s.Name(), want)
+		}
 	}
 }
 

@@ -44,6 +44,12 @@ func SemaphoreClaimsKey(name string) string { return Prefixed("leasehold_semapho
 // time (its nonExpirableTimeout): such a permit is held until released.
 const NonExpiring = 922337203685477
 
+// MaxPermits is the most permits a semaphore may hold available either way,
+// 2^53 - 1: the scripts count NAME in Lua's numbers, doubles, which are
+// exact up to there (lib/semaphore.lua's semaphore_max), and INCRBY cannot
+// overflow it. A NAME beyond it is refused as corrupt.
+const MaxPermits = 1<<53 - 1
+
 // MaxPermitsPerLease is the most permits one leasehold lease holds: a permit
 // id keeps 2 bytes for the permit's index in its lease.
 const MaxPermitsPerLease = 1 << 16

@@ -114,6 +114,77 @@ func TestBadInput(t *testing.T) {
 	})
 }
 
+// TrySetPermits and AddPermits refuse a count the scripts cannot hold exactly
+// (Lua counts in doubles, exact to 2^53) with a *lease.Error wrapping
+// lease.ErrInvalid that gives the numbers, and change nothing: AddPermits(1<<62)
+// used to be accepted. An n out of range is refused before any round trip; a
+// sum out of range by the script, before it writes, so that two AddPermits at
+// once cannot pass a check made apart from the write.
+func TestPermitBounds(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv)
+	ctx := ctxTimeout(t, 30*time.Second)
+	const most = semaphore.MaxPermits
+	tests := []struct {
+		name  string
+		start string // the count before, "" for a semaphore never set
+		set   bool   // TrySetPermits(give), else AddPermits(give)
+		give  int
+		want  int64  // the count after; unused when says is set
+		says  string // the error, "" for none
+	}{
+		{"set 0", "", true, 0, 0, ""},
+		{"set MaxPermits", "", true, most, most, ""},
+		{"set negative", "", true, -1, 0, "-1 permits is not from 0 to 9007199254740991"},
+		{"set above MaxPermits", "", true, most + 1, 0, "9007199254740992 permits is not from 0 to 9007199254740991"},
+		{"set 1<<62", "", true, 1 << 62, 0, "4611686018427387904 permits is not from 0 to 9007199254740991"},
+		{"add MaxPermits", "", false, most, most, ""},
+		{"add -MaxPermits", "0", false, -most, -most, ""},
+		{"add up to MaxPermits", "9007199254740990", false, 1, most, ""},
+		{"add 1<<62", "", false, 1 << 62, 0,
+			"4611686018427387904 permits is not from -9007199254740991 to 9007199254740991"},
+		{"add -(1<<62)", "5", false, -(1 << 62), 0,
+			"-4611686018427387904 permits is not from -9007199254740991 to 9007199254740991"},
+		{"add above MaxPermits", "", false, most + 1, 0,
+			"9007199254740992 permits is not from -9007199254740991 to 9007199254740991"},
+		{"add past MaxPermits", "9007199254740990", false, 2, 0,
+			"adding 2 permits to the 9007199254740990 available would leave 9007199254740992, beyond ±9007199254740991"},
+		{"add past -MaxPermits", "-1", false, -most, 0,
+			"adding -9007199254740991 permits to the -1 available would leave -9007199254740992, beyond ±9007199254740991"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv.Do("FLUSHALL")
+			if tt.start != "" {
+				srv.Do("SET", "bound", tt.start)
+			}
+			before := locktest.Snapshot(t, srv)
+			s := semaphore.New(c, "bound")
+			var err error
+			op := "add-permits"
+			if tt.set {
+				op = "set-permits"
+				_, err = s.TrySetPermits(ctx, tt.give)
+			} else {
+				err = s.AddPermits(ctx, tt.give)
+			}
+			if tt.says != "" {
+				wantFailure(t, err, op, "bound", lease.ErrInvalid, tt.says)
+				if after := locktest.Snapshot(t, srv); after != before {
+					t.Fatalf("changed Redis:\nbefore %s\nafter  %s", before, after)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s(%d): %v", op, tt.give, err)
+			}
+			if n := count(t, srv, "bound"); n != tt.want {
+				t.Fatalf("%s(%d) left %d, want %d", op, tt.give, n, tt.want)
+			}
+		})
+	}
+}
+
 // A name holding something else fails every operation in its script before
 // the first write, with Redis' own word for it, and leaves Redis as it was.
 func TestWrongLayout(t *testing.T) {
@@ -129,6 +200,11 @@ func TestWrongLayout(t *testing.T) {
 		{"name a list", func(n string) { srv.Do("RPUSH", n, "x") }, "WRONGTYPE", nil},
 		{"name a hash (a lock)", func(n string) { srv.Do("HSET", n, "owner:1", "1") }, "WRONGTYPE", nil},
 		{"count not an integer", func(n string) { srv.Do("SET", n, "three") }, `holds "three", not a number of permits`,
+			map[string]bool{"acquire": true, "try-acquire": true, "add-permits": true, "inspect": true}},
+		{"count with a leading zero", func(n string) { srv.Do("SET", n, "03") }, `holds "03", not a number of permits`,
+			map[string]bool{"acquire": true, "try-acquire": true, "add-permits": true, "inspect": true}},
+		{"count beyond MaxPermits", func(n string) { srv.Do("SET", n, "9007199254740992") },
+			"holds 9007199254740992 permits, beyond 9007199254740991",
 			map[string]bool{"acquire": true, "try-acquire": true, "add-permits": true, "inspect": true}},
 		{"permits a string", func(n string) {
 			srv.Do("SET", n, "3")

@@ -20,6 +20,12 @@ import (
 // takers back for long.
 const grace = 5 * time.Second
 
+// MaxPermits is the most permits a semaphore may have available, and the
+// most AddPermits adds or takes away at once: 2^53 - 1, as many as its
+// scripts count exactly (they count in Lua's doubles). TrySetPermits and
+// AddPermits beyond it fail.
+const MaxPermits = script.MaxPermits
+
 // MaxWeight is the most permits one lease may hold, 65536: Weighted(n) with n
 // above it fails. Each permit is an entry in Redis, renewed one by one.
 const MaxWeight = script.MaxPermitsPerLease
@@ -121,16 +127,17 @@ func (w *weighted) AcquireAsync(ctx context.Context) *lease.Future { return w.e.
 
 // TrySetPermits sets the semaphore's total to n permits if it was never set,
 // and reports whether it did; a set semaphore is left as it is (change it
-// with AddPermits). Waiters are woken. n must not be negative. On failure
-// nothing is changed.
+// with AddPermits). Waiters are woken. n must be from 0 to MaxPermits:
+// otherwise it fails with a *lease.Error wrapping lease.ErrInvalid. On
+// failure nothing is changed.
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
 	const op = "set-permits"
 	rc, err := s.e.Redis(op)
 	if err != nil {
 		return false, err
 	}
-	if n < 0 {
-		return false, core.Errorf(op, s.Name(), "%w: %d permits is negative", lease.ErrInvalid, n)
+	if n < 0 || int64(n) > MaxPermits {
+		return false, core.Errorf(op, s.Name(), "%w: %d permits is not from 0 to %d", lease.ErrInvalid, n, int64(MaxPermits))
 	}
 	ok, err := s.s.TrySetPermits(ctx, rc, n)
 	return ok, s.e.Fail(op, err)
@@ -140,14 +147,25 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
 // n is negative; on a semaphore never set it sets n. Permits held are not
 // touched: with fewer, new takers wait until enough come back, and the
 // permits available may be negative meanwhile. Added permits wake waiters.
-// On failure nothing is changed.
+// n, and the permits available after, must be within ±MaxPermits: otherwise
+// it fails with a *lease.Error wrapping lease.ErrInvalid. On failure nothing
+// is changed.
 func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
 	const op = "add-permits"
 	rc, err := s.e.Redis(op)
 	if err != nil || n == 0 {
 		return err
 	}
+	if int64(n) < -MaxPermits || int64(n) > MaxPermits {
+		return core.Errorf(op, s.Name(), "%w: %d permits is not from %d to %d",
+			lease.ErrInvalid, n, -int64(MaxPermits), int64(MaxPermits))
+	}
 	_, err = s.s.AddPermits(ctx, rc, n)
+	// Checked by the script, before it writes: a check here could not
+	// see the permits of a concurrent AddPermits.
+	if over := (*lua.OutOfRange)(nil); errors.As(err, &over) {
+		err = fmt.Errorf("%w: %w", lease.ErrInvalid, err)
+	}
 	return s.e.Fail(op, err)
 }
 

@@ -40,6 +40,56 @@ func OpenAt(tb testing.TB, opt rueidis.ClientOption, opts ...leasehold.Option) *
 	return c
 }
 
+// OpenDenied returns a Client on srv that authenticates as an ACL user
+// allowed every command, key and channel except the commands denied (such as
+// "publish"), closed when the test ends: a server whose ACL refuses what a
+// script calls.
+func OpenDenied(tb testing.TB, srv *redistest.Server, denied ...string) *leasehold.Client {
+	tb.Helper()
+	return OpenAt(tb, Denied(tb, srv, denied...))
+}
+
+// Denied creates the ACL user of OpenDenied and returns rueidis options that
+// authenticate as it.
+func Denied(tb testing.TB, srv *redistest.Server, denied ...string) rueidis.ClientOption {
+	tb.Helper()
+	user, pass := "denied-"+strings.Join(denied, "-"), "pw"
+	rules := []string{"ACL", "SETUSER", user, "reset", "on", ">" + pass, "~*", "&*", "+@all"}
+	for _, cmd := range denied {
+		rules = append(rules, "-"+cmd)
+	}
+	if err := srv.Do(rules...).Error(); err != nil {
+		tb.Fatalf("ACL SETUSER %s: %v", user, err)
+	}
+	opt := srv.Option()
+	opt.Username, opt.Password = user, pass
+	return opt
+}
+
+// Refused is how many times srv's ACL has refused the command cmd so far
+// (ACL LOG's count of its entries for cmd), to show that a test met the
+// refusal it is about.
+func Refused(tb testing.TB, srv *redistest.Server, cmd string) int64 {
+	tb.Helper()
+	entries, err := srv.Do("ACL", "LOG").ToArray()
+	if err != nil {
+		tb.Fatalf("ACL LOG: %v", err)
+	}
+	var n int64
+	for _, e := range entries {
+		m, err := e.AsMap()
+		if err != nil {
+			tb.Fatalf("ACL LOG entry: %v", err)
+		}
+		object, count := m["object"], m["count"]
+		if s, _ := object.ToString(); s == cmd {
+			c, _ := count.AsInt64()
+			n += c
+		}
+	}
+	return n
+}
+
 // Eventually polls cond every few ms until it holds, failing the test with
 // what if d passes first.
 func Eventually(tb testing.TB, d time.Duration, what string, cond func() bool) {

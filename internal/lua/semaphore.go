@@ -104,10 +104,30 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, c rueidis.Client, n int) 
 	return set == 1, err
 }
 
+// OutOfRange is the error of an AddPermits that would leave the semaphore
+// more than script.MaxPermits permits available either way.
+type OutOfRange struct{ Available, Delta int64 }
+
+func (e *OutOfRange) Error() string {
+	return fmt.Sprintf("adding %d permits to the %d available would leave %d, beyond ±%d",
+		e.Delta, e.Available, e.Available+e.Delta, int64(script.MaxPermits))
+}
+
 // AddPermits runs semaphore_add: it adds delta permits (fewer when delta is
-// negative) and returns the permits available after.
+// negative) and returns the permits available after. One whose sum would be
+// beyond ±script.MaxPermits writes nothing and returns an *OutOfRange.
 func (s *Semaphore) AddPermits(ctx context.Context, c rueidis.Client, delta int) (int64, error) {
-	return Exec(ctx, c, script.SemaphoreAdd, s.releaseKeys, []string{strconv.Itoa(delta)}).AsInt64()
+	arr, err := Exec(ctx, c, script.SemaphoreAdd, s.releaseKeys, []string{strconv.Itoa(delta)}).AsIntSlice()
+	if err != nil {
+		return 0, err
+	}
+	if len(arr) != 2 {
+		return 0, fmt.Errorf("lua: unexpected semaphore_add reply of %d values", len(arr))
+	}
+	if arr[0] != 1 {
+		return 0, &OutOfRange{Available: arr[1], Delta: int64(delta)}
+	}
+	return arr[1], nil
 }
 
 // Permits is what semaphore_available reads of a semaphore.

@@ -17,9 +17,12 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local owner = ARGV[1]
 local refresh = tonumber(ARGV[2])
 
--- prune and tell_head, shared by the fair scripts: lua/lib/, spliced in at load.
+-- queue_check, prune and tell_head, shared by the fair scripts: lua/lib/,
+-- spliced in at load.
 --!include fair_prune
 --!include fair_tell_head
+
+queue_check(KEYS[2], KEYS[3]) -- keys of another type fail here, before the writes
 
 -- A head that gives up may have been told the lock is free: the one after it
 -- must hear instead, or the lock would sit free until that one's timer.

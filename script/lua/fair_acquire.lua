@@ -30,7 +30,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local owner = ARGV[2]
 local refresh = tonumber(ARGV[4])
 
--- prune and tell_head, shared by the fair scripts: lua/lib/, spliced in at load.
+-- queue_check, prune and tell_head, shared by the fair scripts: lua/lib/,
+-- spliced in at load.
 --!include fair_prune
 --!include fair_tell_head
 --!include token
@@ -42,18 +43,20 @@ local plan, err = token_plan(KEYS[4])
 if not plan then
   return redis.error_reply('ERR ' .. err)
 end
-local pruned = prune(KEYS[2], KEYS[3], now)
+queue_check(KEYS[2], KEYS[3])
 
--- Re-entry by the holder.
+-- Re-entry by the holder. HINCRBY is its first write: a hold count that is
+-- not an integer fails there, before anything is written.
 if mine then
-  local token = token_draw(KEYS[4], plan, ARGV[1])
   local count = redis.call('hincrby', KEYS[1], owner, 1)
+  local token = token_draw(KEYS[4], plan, ARGV[1])
   redis.call('pexpire', KEYS[1], ARGV[1])
-  if pruned then
+  if prune(KEYS[2], KEYS[3], now) then
     tell_head(KEYS[1], KEYS[2], KEYS[5], ARGV[6], refresh, owner)
   end
   return {1, token, count}
 end
+local pruned = prune(KEYS[2], KEYS[3], now)
 
 -- A free lock goes to the head of the queue, or to anyone if nobody waits:
 -- never to a newcomer while others wait.

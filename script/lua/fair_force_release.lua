@@ -14,11 +14,12 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 --!include fair_prune
 
+queue_check(KEYS[2], KEYS[3]) -- keys of another type fail here, before the writes
 local deleted = redis.call('del', KEYS[1])
 prune(KEYS[2], KEYS[3], now)
 -- The lock is gone: the head, if any, is told whatever its refresh interval.
 local head = redis.call('lindex', KEYS[2], 0)
 if head then
-  redis.call('publish', KEYS[4] .. ':' .. head, ARGV[1])
+  redis.pcall('publish', KEYS[4] .. ':' .. head, ARGV[1])
 end
 return deleted

@@ -27,10 +27,14 @@ local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local refresh = tonumber(ARGV[6])
 
--- prune and tell_head, shared by the fair scripts: lua/lib/, spliced in at load.
+-- queue_check, prune and tell_head, shared by the fair scripts: lua/lib/,
+-- spliced in at load.
 --!include fair_prune
 --!include fair_tell_head
 
+-- Everything that can fail fails before the first write: keys of another
+-- type here; a hold count that is not an integer in HINCRBY, the first write.
+queue_check(KEYS[2], KEYS[3])
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
   -- Not held: the lease ran out first. If nobody took the lock since, this
   -- is a moment the head may not have heard of: tell it.

@@ -9,16 +9,17 @@
 --
 -- Returns {1, token, hold count} when OWNER holds the lock (token a decimal string),
 --         {0, pttl}              when another owner does (pttl in ms, -1: no expiry).
--- Everything that can fail (a key of another type, a corrupt counter) fails
--- before the first write.
+-- Everything that can fail (a key of another type, a corrupt counter, a hold
+-- count that is not an integer) fails before the first write: HINCRBY is the
+-- first.
 --!include token
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   local plan, err = token_plan(KEYS[2])
   if not plan then
     return redis.error_reply('ERR ' .. err)
   end
-  local token = token_draw(KEYS[2], plan, ARGV[1])
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  local token = token_draw(KEYS[2], plan, ARGV[1])
   redis.call('pexpire', KEYS[1], ARGV[1])
   return {1, token, count}
 end

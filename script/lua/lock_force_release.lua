@@ -7,7 +7,7 @@
 --
 -- Returns 1 when a lock was deleted, 0 when there was none.
 if redis.call('del', KEYS[1]) == 1 then
-  redis.call('publish', KEYS[2], ARGV[1])
+  redis.pcall('publish', KEYS[2], ARGV[1])
   return 1
 end
 return 0

@@ -28,7 +28,7 @@ if ARGV[5] == '1' then
   if redis.call('exists', KEYS[1]) == 1 then
     return 0
   end
-  redis.call('publish', KEYS[2], ARGV[1])
+  redis.pcall('publish', KEYS[2], ARGV[1])
   return 1
 end
 local latched = redis.call('get', KEYS[3])
@@ -44,6 +44,6 @@ if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   return 0
 end
 redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], ARGV[1])
+redis.pcall('publish', KEYS[2], ARGV[1])
 redis.call('set', KEYS[3], 1, 'px', ARGV[4])
 return 1

@@ -16,8 +16,9 @@
 --         {0, wait}              when it may not (wait in ms: the holder's
 --                                pttl, or how long waiting writers still
 --                                hold readers back; -1: no expiry).
--- Everything that can fail (a key of another type, a corrupt counter) fails
--- before the first write.
+-- Everything that can fail (a key of another type, a corrupt counter, a hold
+-- count that is not an integer) fails before the first write, or in it:
+-- HINCRBY on an existing count comes first.
 --!include token
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false and redis.call('exists', KEYS[1]) == 1 then
@@ -45,11 +46,11 @@ elseif not mine then
     return {0, math.max(tonumber(last[2]) - now, 1)}
   end
 end
-local token = token_draw(KEYS[3], plan, ARGV[1])
 if mode == false then
-  redis.call('hset', KEYS[1], 'mode', 'read')
+  redis.call('hset', KEYS[1], 'mode', 'read') -- a new hash: HINCRBY below cannot fail
 end
 local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+local token = token_draw(KEYS[3], plan, ARGV[1])
 redis.call('set', KEYS[2] .. ':' .. count, 1, 'px', ARGV[1])
 redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))
 return {1, token, count}

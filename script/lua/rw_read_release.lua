@@ -30,6 +30,7 @@ local count = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
 if mode == false or count == nil then
   return -1
 end
+redis.call('zcard', KEYS[6]) -- a key of another type fails here, before the writes
 local left = 0
 if ARGV[3] == '0' then
   left = count - 1
@@ -66,9 +67,9 @@ redis.call('del', KEYS[1])
 local t = redis.call('time')
 redis.call('zremrangebyscore', KEYS[6], '-inf', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 if redis.call('zcard', KEYS[6]) > 0 then
-  redis.call('publish', KEYS[2], '1')
+  redis.pcall('publish', KEYS[2], '1')
 else
-  redis.call('publish', KEYS[2], '0')
+  redis.pcall('publish', KEYS[2], '0')
 end
 redis.call('set', KEYS[5], 1, 'px', ARGV[2])
 return 1

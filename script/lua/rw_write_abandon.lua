@@ -13,6 +13,6 @@ end
 local t = redis.call('time')
 redis.call('zremrangebyscore', KEYS[1], '-inf', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 if redis.call('zcard', KEYS[1]) == 0 then
-  redis.call('publish', KEYS[2], '1')
+  redis.pcall('publish', KEYS[2], '1')
 end
 return 1

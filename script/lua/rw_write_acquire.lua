@@ -15,8 +15,9 @@
 --
 -- Returns {1, token, hold count} when OWNER holds the write lock (token a decimal string),
 --         {0, pttl}              when another owner holds NAME (-1: no expiry).
--- Everything that can fail (a key of another type, a corrupt counter) fails
--- before the first write.
+-- Everything that can fail (a key of another type, a corrupt counter, a hold
+-- count that is not an integer) fails before the first write, or in it:
+-- HINCRBY on an existing count comes first.
 --!include token
 local mode = redis.call('hget', KEYS[1], 'mode')
 local fresh = mode == false and redis.call('exists', KEYS[1]) == 0
@@ -26,16 +27,16 @@ if fresh or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1) t
     return redis.error_reply('ERR ' .. err)
   end
   redis.call('zscore', KEYS[3], ARGV[2]) -- a key of another type fails here, before the writes
-  local token = token_draw(KEYS[2], plan, ARGV[1])
   local count
   if fresh then
-    redis.call('hset', KEYS[1], 'mode', 'write')
+    redis.call('hset', KEYS[1], 'mode', 'write') -- a new hash: HINCRBY below cannot fail
     count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
   else
     count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))
   end
+  local token = token_draw(KEYS[2], plan, ARGV[1])
   redis.call('zrem', KEYS[3], ARGV[2])
   return {1, token, count}
 end

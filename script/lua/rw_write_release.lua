@@ -49,6 +49,6 @@ if longest > 0 then
 else
   redis.call('del', KEYS[1])
 end
-redis.call('publish', KEYS[2], '1')
+redis.pcall('publish', KEYS[2], '1')
 redis.call('set', KEYS[3], 1, 'px', ARGV[3])
 return 1

@@ -15,6 +15,6 @@ if redis.call('zrem', KEYS[1], ARGV[1]) == 0 then
   return 0
 end
 if value and tonumber(value) and tonumber(value) > 0 then
-  redis.call('publish', KEYS[3], value)
+  redis.pcall('publish', KEYS[3], value)
 end
 return 1

@@ -75,7 +75,7 @@ if available and available - n >= held then
     redis.call('pexpire', KEYS[2], ttl)
   end
   if redis.call('zrem', KEYS[4], ARGV[4]) == 1 and available - n > 0 then
-    redis.call('publish', KEYS[3], available - n)
+    redis.pcall('publish', KEYS[3], available - n)
   end
   return {1, 0, n}
 end

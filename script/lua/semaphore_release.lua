@@ -30,7 +30,7 @@ end
 if removed > 0 then
   local value = redis.call('incrby', KEYS[1], removed)
   if value > 0 then
-    redis.call('publish', KEYS[3], value)
+    redis.pcall('publish', KEYS[3], value)
   end
 end
 if removed < n then

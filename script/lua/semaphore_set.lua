@@ -13,6 +13,6 @@ if redis.call('get', KEYS[1]) then
 end
 redis.call('set', KEYS[1], ARGV[1])
 if tonumber(ARGV[1]) > 0 then
-  redis.call('publish', KEYS[2], ARGV[1])
+  redis.pcall('publish', KEYS[2], ARGV[1])
 end
 return 1

@@ -20,6 +20,6 @@ local function tell_head(lock, queue, channel, message, refresh, except)
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 or (pttl >= 0 and pttl < refresh) then
-    redis.call('publish', channel .. ':' .. head, message)
+    redis.pcall('publish', channel .. ':' .. head, message)
   end
 end

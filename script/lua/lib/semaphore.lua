@@ -5,10 +5,14 @@
 -- expiry in epoch ms. Java's permits taken without a lease time carry the
 -- expiry 922337203685477 (Redisson's nonExpirableTimeout): they never expire.
 --
+-- semaphore_max is the most permits NAME may hold either way, 2^53 - 1
+-- (script.MaxPermits): Lua's numbers, doubles, count exactly up to there, so
+-- every sum the scripts make of NAME is exact, and INCRBY cannot overflow.
 -- semaphore_read(name, timeouts) reads both keys and may fail (a key of
--- another type, NAME not an integer): call it before the script's first
--- write. It returns the permits available (nil when NAME is unset) and the
--- permits taken, or nil, nil and an error message.
+-- another type, NAME not an integer INCRBY takes, or beyond semaphore_max):
+-- call it before the script's first write. It returns the permits available
+-- (nil when NAME is unset) and the permits taken, or nil, nil and an error
+-- message.
 -- semaphore_now() is the server's clock (TIME) in ms: expiries are never
 -- taken from a client's clock.
 -- semaphore_reclaim(name, timeouts, channel, now) gives back every permit
@@ -21,13 +25,24 @@
 --
 -- Needs in scope: nothing but redis; the keys are parameters.
 
+local semaphore_max = 9007199254740991
+
 local function semaphore_read(name, timeouts)
   local value = redis.call('get', name)
   local taken = redis.call('zcard', timeouts)
-  if value and not string.match(value, '^%-?%d+$') then
+  if not value then
+    return nil, taken
+  end
+  -- What INCRBY reads as an integer: no sign but '-', no leading zero.
+  if value ~= '0' and not string.match(value, '^%-?[1-9]%d*$') then
     return nil, nil, 'semaphore ' .. name .. ' holds "' .. value .. '", not a number of permits'
   end
-  return value and tonumber(value), taken
+  -- A value past 2^53 - 1 reads as a double of at least 2^53: the
+  -- comparison is exact.
+  if math.abs(tonumber(value)) > semaphore_max then
+    return nil, nil, 'semaphore ' .. name .. ' holds ' .. value .. ' permits, beyond ' .. string.format('%.0f', semaphore_max)
+  end
+  return tonumber(value), taken
 end
 
 local function semaphore_now()
@@ -44,7 +59,7 @@ local function semaphore_reclaim(name, timeouts, channel, now)
   redis.call('zremrangebyscore', timeouts, 0, now)
   local value = redis.call('incrby', name, expired)
   if value > 0 then
-    redis.call('publish', channel, value)
+    redis.pcall('publish', channel, value)
   end
   return value
 end
