@@ -19,14 +19,19 @@ import (
 // explores): nothing panics, bad input (no members, one member twice, a
 // negative duration, a clock drift outside [0, 1) or not a number) is refused
 // with an error wrapping lease.ErrInvalid, and any other input takes the
-// quorum and gives it back.
+// quorum and gives it back. Each member has a Client of its own, as a
+// RedLock's must.
 func FuzzQuorum(f *testing.F) {
 	srv := redistest.Start(f)
-	c, err := leasehold.New(srv.Client())
-	if err != nil {
-		f.Fatal(err)
+	var cs [8]*leasehold.Client
+	for i := range cs {
+		c, err := leasehold.New(srv.Client())
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Cleanup(func() { c.Close() })
+		cs[i] = c
 	}
-	f.Cleanup(func() { c.Close() })
 	f.Add(uint8(3), uint8(0), false, int64(0), 0.0, int64(0), int64(0))
 	f.Add(uint8(0), uint8(0), true, int64(0), 0.0, int64(0), int64(0))
 	f.Add(uint8(5), uint8(1), true, int64(time.Second), 0.5, int64(time.Millisecond), int64(time.Millisecond))
@@ -45,7 +50,7 @@ func FuzzQuorum(f *testing.F) {
 		}
 		ms := make([]lease.Locker, n)
 		for i := range ms {
-			ms[i] = rlock.New(c, "member-"+string(rune('a'+i)))
+			ms[i] = rlock.New(cs[i], "member-"+string(rune('a'+i)))
 		}
 		dupOK := dup > 0 && int(dup) < len(ms)
 		if dupOK {

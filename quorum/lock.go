@@ -76,7 +76,7 @@ func newLock(k kind, cfg Config, members []lease.Locker) *lock {
 }
 
 // check reports bad input: no members, a nil member, the same member twice,
-// a Config out of range.
+// two members of a RedLock on one Client, a Config out of range.
 func (q *lock) check(cfg Config) error {
 	if len(q.members) == 0 {
 		return fmt.Errorf("%w: %s with no lockers", lease.ErrInvalid, q.kind)
@@ -93,6 +93,21 @@ func (q *lock) check(cfg Config) error {
 		for j := range i {
 			if q.members[j] == m { // m's type is comparable: no panic
 				return fmt.Errorf("%w: lockers %d and %d are the same", lease.ErrInvalid, j, i)
+			}
+		}
+	}
+	if q.kind == majority {
+		// A RedLock counts each member as an independent Redis: two on
+		// one Client are one node counted twice toward the majority.
+		// Multi may hold several locks of one Client.
+		on := make(map[*core.Client]int) // Client -> the first member on it
+		for i, m := range q.members {
+			for _, c := range engine.Clients(m) {
+				if j, ok := on[c]; ok && j != i {
+					return fmt.Errorf("%w: lockers %d and %d run on the same Client, one Redis counted twice toward the majority",
+						lease.ErrInvalid, j, i)
+				}
+				on[c] = i
 			}
 		}
 	}

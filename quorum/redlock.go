@@ -11,7 +11,8 @@ import "github.com/leasehold/leasehold/lease"
 // asked and Acquire tries again after a random delay, until ctx ends. Its
 // Lease is lost when the members still held, renewed by their own Clients'
 // watchdogs, no longer make a majority, or their validity runs out. Bad
-// input (no lockers, a nil one) is returned by the first Acquire, wrapping
+// input (no lockers, a nil one, two made on the same leasehold Client, which
+// would count one Redis twice) is returned by the first Acquire, wrapping
 // lease.ErrInvalid.
 func RedLock(lockers ...lease.Locker) lease.Locker {
 	return newLock(majority, Config{}, lockers)

@@ -39,6 +39,15 @@ func (e *Engine) Unfenced() Unfenced { return Unfenced{e} }
 
 func (u Unfenced) clients() []*core.Client { return u.e.clients() }
 
+// Clients returns the Clients l runs on, as far as it tells (locks of this
+// module do; others name none).
+func Clients(l lease.Locker) []*core.Client {
+	if b, ok := l.(bound); ok {
+		return b.clients()
+	}
+	return nil
+}
+
 // Group is embedded by a lock made of other locks (quorum): it runs on its
 // members' Clients, and its goroutines are ones their Close waits for.
 type Group struct{ cs []*core.Client }
