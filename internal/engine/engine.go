@@ -194,11 +194,11 @@ func (e *Engine) acquire(ctx context.Context, op string, wait bool, n *int) (*le
 	}
 	if !wait {
 		if err != nil {
-			return nil, core.Errorf(op, e.name, "%w", err)
+			return nil, e.redisErr(op, err)
 		}
 		return nil, core.Errorf(op, e.name, "%w", lease.ErrNotAcquired)
 	}
-	if err != nil {
+	if core.Classify(err) == core.Unknown {
 		owner = e.client.NewOwner() // the first is being undone: see attempt
 	}
 	return e.wait(ctx, op, owner, mark, g, err, n)
@@ -271,6 +271,10 @@ func (e *Engine) wait(ctx context.Context, op, owner string, mark event.Mark, g 
 		case err != nil && ctx.Err() != nil:
 			passOn = true // our attempt may have been the one a wake-up was for
 			return nil, e.ctxErr(ctx, op, err)
+		case err != nil && core.Classify(err) == core.Pause:
+			// Redis did not run the script (BUSY, LOADING, a failover):
+			// the owner has nothing to undo; back off and try again.
+			lastErr = err
 		case err != nil:
 			lastErr = err
 			// The undo of that attempt releases whatever its owner holds,
@@ -340,11 +344,14 @@ func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lea
 	sent := time.Now()
 	g, err := e.proto.Try(ctx, owner, wait)
 	if err != nil {
-		if core.Transient(err) {
+		switch core.Classify(err) {
+		case core.Unknown:
 			// The script may have run though its reply was lost: undo
 			// whatever it may have taken, without making the caller wait.
 			e.cleanup(owner)
 			return nil, g, err
+		case core.Pause:
+			return nil, g, err // it did not run: nothing to undo
 		}
 		return nil, g, e.redisErr(op, err)
 	}
