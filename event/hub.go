@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,7 +36,11 @@ type Hub struct {
 	byKey   map[string][]*topic // lock key -> topics woken by its invalidation
 	closing map[string]*topic   // channel -> topic still unsubscribing
 	closed  bool
+	done    chan struct{} // closed by Close
 	wg      sync.WaitGroup
+
+	warn    func(error) // hears the hub's warnings; nil for none
+	refused sync.Once   // warns of a refused subscription once
 }
 
 // NewHub returns a hub subscribing through rc. tracking says whether the
@@ -48,6 +54,7 @@ func NewHub(rc rueidis.Client, tracking bool, opts ...HubOption) *Hub {
 		topics:   make(map[string]*topic),
 		byKey:    make(map[string][]*topic),
 		closing:  make(map[string]*topic),
+		done:     make(chan struct{}),
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -254,6 +261,11 @@ func (h *Hub) drop(t *topic) {
 	t.cancel()
 }
 
+// Warnings has the hub report to warn what puts its wake-ups at risk: a
+// subscription that Redis refuses (an ACL without SUBSCRIBE), once. warn
+// must not block. Default: none.
+func Warnings(warn func(error)) HubOption { return hubOptionFunc(func(h *Hub) { h.warn = warn }) }
+
 // subscribe holds the topic's subscription until the topic is dropped,
 // subscribing again after the connection breaks.
 // subscribeCmd is SUBSCRIBE channel, or SSUBSCRIBE when sharded.
@@ -305,7 +317,13 @@ func (h *Hub) subscribe(t *topic) {
 		before := confirmations.Load()
 		// A command is built for each Receive: rueidis recycles a command
 		// once it has been sent.
-		_ = h.rc.Receive(hook, h.subscribeCmd(t.channel), func(m rueidis.PubSubMessage) { h.deliver(t, m.Message) })
+		err := h.rc.Receive(hook, h.subscribeCmd(t.channel), func(m rueidis.PubSubMessage) { h.deliver(t, m.Message) })
+		if e, ok := rueidis.IsRedisErr(err); ok && refusal(e) && h.warn != nil {
+			h.refused.Do(func() {
+				h.warn(fmt.Errorf("event: subscribing to unlock messages is refused (%w): "+
+					"waiters wake only on key invalidations, their timers and a retry every second or so", e))
+			})
+		}
 		if confirmations.Load() > before {
 			b.Reset() // the subscription had stood: start backing off afresh
 		}
@@ -325,14 +343,77 @@ func (h *Hub) subscribe(t *topic) {
 			break
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_ = h.rc.Do(ctx, h.unsubscribeCmd(t.channel)).Error() // best effort
+	h.unsubscribe(t)
 	h.mu.Lock()
 	if h.closing[t.channel] == t {
 		delete(h.closing, t.channel)
 	}
 	h.mu.Unlock()
+}
+
+// unsubscribe drops t's subscription in Redis, best effort, once the server
+// is known not to be running a script past busy-reply-threshold.
+//
+// While a script is busy Redis refuses UNSUBSCRIBE with BUSY, and rueidis
+// (up to at least v1.0.79) takes that refusal for the reply to the PING it
+// sends after every UNSUBSCRIBE; the PING's own BUSY is then one reply too
+// many, which its reader goroutine answers with a panic that kills the
+// process, or hands to the next command in the pipeline (see
+// docs/rueidis-unsubscribe-busy.md). So a probe that Redis refuses in the
+// same way goes first, on the connection the UNSUBSCRIBE will take, and
+// while it is answered BUSY the subscription is kept and the probe retried
+// with backoff, for as long as the hub is open. Messages on a channel no
+// waiter watches are dropped meanwhile.
+func (h *Hub) unsubscribe(t *topic) {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 50 * time.Millisecond
+	b.MaxInterval = time.Second
+	b.MaxElapsedTime = 0
+	b.Reset() // the first interval was set from the defaults
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := h.rc.Do(ctx, h.probeCmd(t.channel)).Error()
+		if !isBusy(err) {
+			// PONG, or a reply rueidis reads right (NOPERM, LOADING),
+			// or no reply: the UNSUBSCRIBE cannot meet a busy script
+			// but in the moment between the two.
+			_ = h.rc.Do(ctx, h.unsubscribeCmd(t.channel)).Error()
+			cancel()
+			return
+		}
+		cancel()
+		select {
+		case <-h.done:
+			return // the hub is closing: a closed connection drops it
+		case <-time.After(b.NextBackOff()):
+		}
+	}
+}
+
+// probeCmd is a command that Redis refuses with BUSY whenever it would so
+// refuse an UNSUBSCRIBE of channel, sent to the same node: PING, or in Redis
+// Cluster EXISTS of the channel's name, a key of the channel's slot (rueidis
+// sends a PING to any node). It reads nothing and tracks nothing.
+func (h *Hub) probeCmd(channel string) rueidis.Completed {
+	if h.rc.Mode() == rueidis.ClientModeCluster {
+		return h.rc.B().Exists().Key(channel).Build()
+	}
+	return h.rc.B().Ping().Build()
+}
+
+// refusal reports whether e refuses a subscription for good: an ACL's
+// NOPERM, or an ERR (a command renamed away); BUSY, LOADING and the like
+// pass.
+func refusal(e *rueidis.RedisError) bool {
+	code, _, _ := strings.Cut(e.Error(), " ")
+	return code == "NOPERM" || code == "ERR"
+}
+
+// isBusy reports whether err is Redis's BUSY reply: a script (or a
+// function) runs past busy-reply-threshold.
+func isBusy(err error) bool {
+	e, ok := rueidis.IsRedisErr(err)
+	return ok && strings.HasPrefix(e.Error(), "BUSY ")
 }
 
 func (h *Hub) deliver(t *topic, msg string) {
@@ -454,6 +535,7 @@ func (h *Hub) Close() {
 	h.mu.Lock()
 	if !h.closed {
 		h.closed = true
+		close(h.done)
 		for _, t := range h.topics {
 			h.wakeAll(t)
 			h.drop(t)
