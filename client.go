@@ -16,8 +16,9 @@ import (
 // waiters and the keeper that renews leases. It is safe for concurrent use;
 // make one per process and Close it on the way out.
 type Client struct {
-	core *core.Client
-	opts options
+	core   *core.Client
+	opts   options
+	server server
 }
 
 func init() {
@@ -32,7 +33,10 @@ func init() {
 }
 
 // Open dials Redis with rueidis' own options (addresses, auth, TLS, sentinel,
-// cluster) and wraps the new client. It chains its hook onto
+// cluster) and wraps the new client. It fails, with an error wrapping
+// lease.ErrRedis, on the address of a read-only replica; it warns (see
+// WithObserver) of a memory policy that can evict lock keys and of a PUBLISH
+// that an ACL refuses. It chains its hook onto
 // opt.OnInvalidations, so invalidations of lock keys (on release and on
 // expiry) wake waiters over the same connection. Unless opt sets
 // PipelineMultiplex, Open uses one connection per Redis node rather than
@@ -61,12 +65,31 @@ func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("leasehold: open: %w", err)
 	}
-	if err := o.check(rc); err != nil {
+	c, err := newClient(rc, true, !opt.DisableCache, o)
+	if err != nil {
 		rc.Close()
 		return nil, err
 	}
-	c := &Client{core: core.NewClient(rc, true, !opt.DisableCache, o.core()), opts: o}
 	hub.Store(c.core.Hub())
+	return c, nil
+}
+
+// newClient reads the server rc runs on (see inspect), refuses one the
+// Client cannot work on, and makes the Client, which then warns of what the
+// server's settings put at risk.
+func newClient(rc rueidis.Client, owned, tracking bool, o options) (*Client, error) {
+	s, err := inspect(rc, o.classic)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.check(rc.Mode()); err != nil {
+		return nil, err
+	}
+	o.sharded = s.sharded
+	c := &Client{core: core.NewClient(rc, owned, tracking, o.core()), opts: o, server: s}
+	for _, w := range s.warnings() {
+		c.core.Warn(w)
+	}
 	return c, nil
 }
 
@@ -82,10 +105,7 @@ func New(client rueidis.Client, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := o.check(client); err != nil {
-		return nil, err
-	}
-	return &Client{core: core.NewClient(client, false, false, o.core()), opts: o}, nil
+	return newClient(client, false, false, o)
 }
 
 // ID is the Client's unique id, a random UUID: the CLIENT_ID in the owner
@@ -116,11 +136,15 @@ type Stats struct {
 	Waiters int
 	// Wakeups counts the wake-ups delivered to waiters.
 	Wakeups uint64
+	// MemoryPolicy is the server's maxmemory-policy as read at Open or New
+	// ("" when INFO was refused). Any but noeviction can evict lock keys
+	// once memory fills; the Client warns of it when a maxmemory is set.
+	MemoryPolicy string
 }
 
 // Stats returns the Client's counters. It costs no round trip.
 func (c *Client) Stats() Stats {
 	k, h := c.core.Keeper(), c.core.Hub().Stats()
 	return Stats{Leases: k.Len(), RenewalRounds: k.Rounds(), Subscriptions: h.Subscriptions,
-		Waiters: h.Waiters, Wakeups: h.Wakeups}
+		Waiters: h.Waiters, Wakeups: h.Wakeups, MemoryPolicy: c.server.policy}
 }

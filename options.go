@@ -1,13 +1,8 @@
 package leasehold
 
 import (
-	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/lease"
@@ -57,8 +52,9 @@ func WithWatchdog(d time.Duration) Option {
 
 // WithObserver has o hear of the life of every lease of the Client: each
 // acquisition (and how long it waited), renewal, release and loss, with the
-// lock name and durations. o.Observe runs on the goroutines doing the work,
-// so it must be quick and must not block. Default: none.
+// lock name and durations, and of the Client's warnings (lease.Warning).
+// o.Observe runs on the goroutines doing the work, so it must be quick and
+// must not block. Default: none, and warnings go to slog.Default at Warn.
 func WithObserver(o lease.Observer) Option {
 	return optionFunc(func(opts *options) { opts.observer = o })
 }
@@ -116,40 +112,6 @@ func resolve(opts []Option) (options, error) {
 // (shardedSubscriptionMode AUTO) there.
 func WithClassicPubSub() Option {
 	return optionFunc(func(o *options) { o.classic = true })
-}
-
-// check reports options the client rc cannot honour, and resolves the
-// pub/sub flavour: sharded in a Redis Cluster of Redis 7+, unless
-// WithClassicPubSub. Finding the version costs one round trip, in a cluster
-// only.
-func (o *options) check(rc rueidis.Client) error {
-	if rc.Mode() != rueidis.ClientModeCluster {
-		return nil
-	}
-	if o.classic {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	info, err := rc.Do(ctx, rc.B().Info().Section("server").Build()).ToString()
-	if err != nil {
-		return fmt.Errorf("leasehold: reading the Redis version: %w", err)
-	}
-	o.sharded = redisMajor(info) >= 7
-	return nil
-}
-
-// redisMajor reads the major version from INFO server's redis_version line,
-// 0 when there is none.
-func redisMajor(info string) int {
-	for line := range strings.Lines(info) {
-		if v, ok := strings.CutPrefix(line, "redis_version:"); ok {
-			major, _, _ := strings.Cut(strings.TrimSpace(v), ".")
-			n, _ := strconv.Atoi(major)
-			return n
-		}
-	}
-	return 0
 }
 
 // A LockOption configures one lock; every lock constructor takes them.

@@ -24,6 +24,10 @@ const (
 	Released
 	// Lost: a hold was lost (Held and Err set).
 	Lost
+	// Warning: the Client found something in Redis that puts its locks at
+	// risk or slows them, once per cause (Err says what: a memory policy
+	// that can evict lock keys, PUBLISH or SUBSCRIBE refused by an ACL).
+	Warning
 )
 
 func (k Kind) String() string {
@@ -38,6 +42,8 @@ func (k Kind) String() string {
 		return "released"
 	case Lost:
 		return "lost"
+	case Warning:
+		return "warning"
 	}
 	return "unknown"
 }

@@ -35,7 +35,9 @@ func (o slogObserver) Observe(e Event) {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 6)
-	attrs = append(attrs, slog.String("lock", e.Name))
+	if e.Name != "" {
+		attrs = append(attrs, slog.String("lock", e.Name))
+	}
 	if e.Owner != "" {
 		attrs = append(attrs, slog.String("owner", e.Owner))
 	}

@@ -57,22 +57,28 @@ type Client struct {
 // tracking whether rc's invalidations reach the hub.
 func NewClient(rc rueidis.Client, owned, tracking bool, o Options) *Client {
 	ctx, cancel := context.WithCancel(context.Background())
-	var hubOpts []event.HubOption
+	c := &Client{}
+	hubOpts := []event.HubOption{event.Warnings(func(err error) { c.Warn(err) })}
 	if o.Sharded {
 		// Every script run on it publishes with SPUBLISH.
 		rc = lua.Sharded{Client: rc}
 		hubOpts = append(hubOpts, event.Sharded())
 	}
-	return &Client{
-		rc:     rc,
-		owned:  owned,
-		id:     newUUID(),
-		opts:   o,
-		hub:    event.NewHub(rc, tracking, hubOpts...),
-		keeper: NewKeeper(rc, o.Watchdog, WaitReplicas(o.Replicas, o.ReplicaTimeout)),
-		ctx:    ctx,
-		cancel: cancel,
+	c.rc, c.owned, c.id, c.opts = rc, owned, newUUID(), o
+	c.hub = event.NewHub(rc, tracking, hubOpts...)
+	c.keeper = NewKeeper(rc, o.Watchdog, WaitReplicas(o.Replicas, o.ReplicaTimeout))
+	c.ctx, c.cancel = ctx, cancel
+	return c
+}
+
+// Warn reports err, a lease.Warning, to the Client's Observer, or to
+// slog.Default at Warn without one.
+func (c *Client) Warn(err error) {
+	o := c.opts.Observer
+	if o == nil {
+		o = lease.SlogObserver(nil)
 	}
+	o.Observe(lease.Event{Kind: lease.Warning, Err: err})
 }
 
 // ID is the Client's unique id, a random UUID.
