@@ -10,10 +10,13 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/fairqueue"
 	"github.com/leasehold/leasehold/internal/locktest"
 	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rlock"
+	"github.com/leasehold/leasehold/rw"
+	"github.com/leasehold/leasehold/semaphore"
 )
 
 // busyScript runs on srv, from a connection of its own, a script that spins
@@ -387,4 +390,58 @@ func oomErrors(t *testing.T, srv *redistest.Server) int64 {
 		}
 	}
 	return 0
+}
+
+// README's least ACL for a lock user: every lock kind works under it, waiters
+// are woken by unlock messages, and the Client warns of nothing.
+func TestLeastACL(t *testing.T) {
+	srv := redistest.Start(t)
+	rules := []string{"ACL", "SETUSER", "locks", "on", ">pw", "~*", "&*", "+@all", "-@dangerous", "+info", "+client|tracking", "+client|caching"}
+	if err := srv.Do(rules...).Error(); err != nil {
+		t.Fatal(err)
+	}
+	opt := srv.Option()
+	opt.Username, opt.Password = "locks", "pw"
+	var w warnings
+	c := locktest.OpenAt(t, opt, leasehold.WithObserver(&w))
+	ctx := context.Background()
+	l, err := rlock.New(c, "acl-least").Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() {
+		l2, err := rlock.New(c, "acl-least").Acquire(wctx)
+		if err == nil {
+			err = l2.Release(ctx)
+		}
+		got <- err
+	}()
+	locktest.Eventually(t, 5*time.Second, "a waiter", func() bool { return c.Stats().Waiters == 1 })
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("waiter: %v", err)
+	}
+	sem := semaphore.New(c, "acl-least-sem")
+	if _, err := sem.TrySetPermits(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	rwl := rw.New(c, "acl-least-rw")
+	for name, l := range map[string]lease.Locker{"fair": fairqueue.New(c, "acl-least-fair"),
+		"read": rwl.Read(), "write": rwl.Write(), "semaphore": sem} {
+		ls, err := l.Acquire(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := ls.Release(ctx); err != nil {
+			t.Fatalf("%s release: %v", name, err)
+		}
+	}
+	if ws := w.list(); len(ws) != 0 {
+		t.Errorf("warnings under the least ACL: %v", ws)
+	}
 }
