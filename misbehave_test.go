@@ -3,6 +3,7 @@ package leasehold_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -443,5 +444,44 @@ func TestLeastACL(t *testing.T) {
 	}
 	if ws := w.list(); len(ws) != 0 {
 		t.Errorf("warnings under the least ACL: %v", ws)
+	}
+}
+
+// A server that turns into a replica under a Client (a failover behind an
+// address that moves) answers READONLY: a pause, waited out with backoff,
+// and since the script did not run there is nothing to undo, so no clean-up
+// goroutine is left per attempt. Once the server is a primary again, the
+// waiting Acquire takes the lock.
+func TestReadOnlyAfterFailoverIsAPause(t *testing.T) {
+	other := redistest.Start(t)
+	srv := redistest.Start(t)
+	c := locktest.Open(t, srv)
+	ctx := context.Background()
+	if err := srv.Do("REPLICAOF", "127.0.0.1", strconv.Itoa(other.Port())).Error(); err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	actx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() {
+		l, err := rlock.New(c, "readonly-pause").Acquire(actx)
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		got <- err
+	}()
+	// Attempts back off to about a second apart; 2s sees several.
+	time.Sleep(2 * time.Second)
+	// The waiter itself and its subscription; before the change every
+	// attempt left a clean-up goroutine retrying for the lease (30s).
+	if n := runtime.NumGoroutine(); n > before+4 {
+		t.Errorf("%d goroutines while READONLY is waited out, %d before", n, before)
+	}
+	if err := srv.Do("REPLICAOF", "NO", "ONE").Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("Acquire across READONLY: %v", err)
 	}
 }
