@@ -106,8 +106,11 @@ func TestClusterShardedPubSub(t *testing.T) {
 			got := drain(heard, 300*time.Millisecond)
 			t.Logf("classic=%v: %d releases; the slot's node sent %d publish and %d publishshard messages over the cluster bus; a classic subscriber on another node heard %d",
 				classic, n, sent.classic, sent.sharded, got)
+			// What subscribers hear decides; the bus counters back it
+			// where the server counts them.
+			counted := busCounted(t, owner)
 			switch {
-			case classic && (got != n || sent.classic < n):
+			case classic && (got != n || (counted && sent.classic < n)):
 				t.Fatalf("classic: the other node heard %d of %d releases, %d bus messages", got, n, sent.classic)
 			case !classic && (got != 0 || sent.classic != 0):
 				t.Fatalf("sharded: the other node heard %d releases, %d classic bus messages; want none", got, sent.classic)
@@ -211,6 +214,25 @@ type busCounts struct{ classic, sharded int64 }
 
 func (a busCounts) sub(b busCounts) busCounts {
 	return busCounts{a.classic - b.classic, a.sharded - b.sharded}
+}
+
+// busCounted reports whether s counts the pub/sub messages it sends over the
+// cluster bus: Valkey 8.0.0 to 8.0.2 do not count those sent with their
+// light header (fixed in 8.0.3).
+func busCounted(t *testing.T, s *redistest.Server) bool {
+	t.Helper()
+	info, err := s.Do("INFO", "server").ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "valkey_version:"); ok {
+			patch, ok := strings.CutPrefix(v, "8.0.")
+			n, _ := strconv.Atoi(patch)
+			return !ok || n >= 3
+		}
+	}
+	return true
 }
 
 // publishes reads CLUSTER INFO's counts of pub/sub messages the node sent

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -29,7 +30,10 @@ func withRedis(f func(addr string) error) error {
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	srv := exec.CommandContext(ctx, "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	// $LEASEHOLD_REDIS_SERVER names another server binary (a Valkey, an
+	// older Redis), as for the tests.
+	bin := cmp.Or(os.Getenv("LEASEHOLD_REDIS_SERVER"), "redis-server")
+	srv := exec.CommandContext(ctx, bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
 	// stop sends SIGTERM; Wait kills the server if it has not exited 5s later.
 	srv.Cancel = func() error { return srv.Process.Signal(syscall.SIGTERM) }
 	srv.WaitDelay = 5 * time.Second

@@ -172,6 +172,9 @@ type proc struct {
 // newRig starts the resource's own redis-server. base is every worker's
 // configuration, less Process and Out.
 func newRig(t *testing.T, base WorkerConfig) *rig {
+	if testing.Short() {
+		t.Skip("-short: the fault suite's worker processes run without it")
+	}
 	t.Helper()
 	res := redistest.Start(t)
 	r := &rig{t: t, dir: t.TempDir(), base: base, killed: map[string]bool{}, finished: map[string]bool{},

@@ -83,6 +83,9 @@ func StartClusterReplicas(tb testing.TB, primaries, replicas int) *Cluster {
 
 func startCluster(tb testing.TB, primaries, replicas int, nodeTimeout time.Duration) *Cluster {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("-short: Redis Cluster tests run without it")
+	}
 	if primaries < 3 {
 		tb.Fatalf("redistest: a cluster needs at least 3 primaries, not %d", primaries)
 	}
@@ -118,21 +121,30 @@ func startCluster(tb testing.TB, primaries, replicas int, nodeTimeout time.Durat
 }
 
 // launchClustered starts the node on a free port with a free cluster bus
-// port (--cluster-port, Redis 7): the default bus port, port+10000, may be
-// taken or out of range.
+// port (--cluster-port, Redis 7 and Valkey): the default bus port,
+// port+10000, may be taken or out of range. Redis 6.2 knows no
+// --cluster-port: there the node gets a port whose port+10000 is free too.
 func (s *Server) launchClustered(nodeTimeout time.Duration) error {
 	var err error
-	for try := 0; try < 5; try++ {
+	for try := 0; try < 20; try++ {
 		var bus int
 		if s.port, err = FreePort(); err != nil {
 			continue
 		}
-		if bus, err = FreePort(); err != nil || bus == s.port {
-			continue
+		var busArgs []string
+		if _, major := Version(); major == 6 {
+			if bus = s.port + 10000; bus > 65535 || !portFree(bus) {
+				err = fmt.Errorf("bus port %d of port %d is not free", bus, s.port)
+				continue
+			}
+		} else {
+			if bus, err = FreePort(); err != nil || bus == s.port {
+				continue
+			}
+			busArgs = []string{"--cluster-port", strconv.Itoa(bus)}
 		}
-		s.args = []string{
+		s.args = append(busArgs,
 			"--cluster-enabled", "yes",
-			"--cluster-port", strconv.Itoa(bus),
 			"--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10),
 			"--cluster-replica-validity-factor", "0",
@@ -141,7 +153,7 @@ func (s *Server) launchClustered(nodeTimeout time.Duration) error {
 			// it is, CLUSTER SLOTS leaves the replica out).
 			"--repl-diskless-sync-delay", "0",
 			"--repl-ping-replica-period", "1",
-		}
+		)
 		if err = s.start(); err == nil {
 			return nil
 		}

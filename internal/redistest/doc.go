@@ -7,5 +7,7 @@
 //
 // Launch does the same for programs (the examples), without a test.
 //
-// The server binary is redis-server from PATH, or $LEASEHOLD_REDIS_SERVER.
+// The server binary is redis-server from PATH, or $LEASEHOLD_REDIS_SERVER
+// (a Valkey or an older Redis; Version tells which). Under go test -short,
+// the clusters and Sentinel deployments it starts skip their test instead.
 package redistest

@@ -60,6 +60,9 @@ type Sentinel struct {
 // It fails the test if the deployment is not ready in 30s.
 func StartSentinel(tb testing.TB) *Sentinel {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("-short: Sentinel tests run without it")
+	}
 	s := &Sentinel{tb: tb}
 	primary := Start(tb, nodeArgs(nil)...)
 	s.Nodes = append(s.Nodes, primary)

@@ -41,6 +41,37 @@ func Binary() string {
 	return "redis-server"
 }
 
+// Version is the name ("redis" or "valkey") and major version of the
+// server Binary runs, read once from its --version; 0 when it cannot be
+// read.
+func Version() (name string, major int) {
+	versionOnce.Do(func() {
+		out, _ := exec.Command(Binary(), "--version").Output()
+		serverName, serverMajor = parseVersion(string(out))
+	})
+	return serverName, serverMajor
+}
+
+var (
+	versionOnce sync.Once
+	serverName  string
+	serverMajor int
+)
+
+// parseVersion reads "Redis server v=7.0.15 sha=..." or "Valkey server
+// v=8.0.1 ...".
+func parseVersion(out string) (name string, major int) {
+	name = "redis"
+	if strings.HasPrefix(strings.ToLower(out), "valkey") {
+		name = "valkey"
+	}
+	if _, v, ok := strings.Cut(out, " v="); ok {
+		m, _, _ := strings.Cut(v, ".")
+		major, _ = strconv.Atoi(m)
+	}
+	return name, major
+}
+
 // Start runs a redis-server on a free loopback port, without persistence,
 // with the extra args given (e.g. "--enable-debug-command", "local"), and
 // stops it when the test ends. It fails the test if the server does not start.
@@ -93,6 +124,16 @@ func FreePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// portFree reports whether the loopback TCP port is free a moment ago.
+func portFree(port int) bool {
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
 }
 
 func (s *Server) start() error {
