@@ -241,8 +241,11 @@ func (r *sentinelRun) renewedThere(ls *lease.Lease) bool {
 	if n, _ := r.primary.Do("HEXISTS", r.name, ls.Owner()).AsInt64(); n != 1 {
 		return false
 	}
-	at, err := r.primary.Do("PEXPIRETIME", r.name).AsInt64()
-	return err == nil && at > r.found.Add(r.fault.watchdog).UnixMilli()
+	// PTTL rather than PEXPIRETIME, which Redis 6.2 does not have; read
+	// after the call, the expiry it gives is no later than the real one.
+	pttl, err := r.primary.Do("PTTL", r.name).AsInt64()
+	at := time.Now().Add(time.Duration(pttl) * time.Millisecond)
+	return err == nil && pttl > 0 && at.After(r.found.Add(r.fault.watchdog))
 }
 
 // outcome waits, after the fault, until the holder's lease has either been

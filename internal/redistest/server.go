@@ -126,6 +126,23 @@ func FreePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
+// compatible drops from args what the server does not know and does
+// without: Redis 6 has DEBUG always enabled and no --enable-debug-command.
+func compatible(args []string) []string {
+	if name, major := Version(); name != "redis" || major != 6 {
+		return args
+	}
+	var out []string
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--enable-debug-command" {
+			i++ // and its value
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
+}
+
 // portFree reports whether the loopback TCP port is free a moment ago.
 func portFree(port int) bool {
 	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
@@ -145,7 +162,7 @@ func (s *Server) start() error {
 		"--dir", s.dir,
 		"--protected-mode", "no",
 		"--loglevel", "warning",
-	}, s.args...)
+	}, compatible(s.args)...)
 	if s.conf != "" {
 		argv = append([]string{s.conf}, argv...) // redis-server reads a file only as argv[1]
 	}
