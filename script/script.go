@@ -52,6 +52,7 @@ func All() []*Script {
 		TokenRaise,
 		SemaphoreAcquire, SemaphoreRelease, SemaphoreRenew, SemaphoreAbandon,
 		SemaphoreSet, SemaphoreAdd, SemaphoreAvailable,
+		ElectionCampaign, ElectionRelease, ElectionRenew, ElectionProclaim, ElectionLeader,
 	}
 }
 

@@ -1,0 +1,131 @@
+package election
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/core"
+	"github.com/leasehold/leasehold/internal/engine"
+	"github.com/leasehold/leasehold/internal/lua"
+	"github.com/leasehold/leasehold/lease"
+)
+
+// latch is how long a release's result is kept for a retry to find, as for
+// rlock.
+const latch = 5 * time.Second
+
+// scope keys reentrancy: a leadership's lease is re-entered by Campaigns of
+// elections of the same Client and name, never by another kind of lock.
+type scope struct{ c *core.Client }
+
+// Election is one election, on one name, as one Client takes part in it. Its
+// methods are safe for concurrent use. Its constructor does not fail: bad
+// input is reported by the first call.
+//
+// The Election remembers the lease of its latest successful Campaign: that is
+// the leadership Proclaim speaks for.
+type Election struct {
+	c    *core.Client // nil for a nil *leasehold.Client
+	cfg  core.LockConfig
+	s    *lua.Election
+	base *engine.Engine // checks the input and the Client; campaigns have their own
+
+	mu      sync.Mutex
+	leading *lease.Lease // the latest Campaign's lease; nil before one succeeds
+}
+
+// New returns the election name on c. Options: leasehold.WithLeaseTime for
+// terms of a fixed length (each leadership then ends that long after it was
+// won) instead of the watchdog's.
+func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Election {
+	cc, cfg := core.Bind(c, opts)
+	s := lua.NewElection(name, cfg.TTL(), latch)
+	return &Election{c: cc, cfg: cfg, s: s, base: engine.New(cc, name, scope{cc}, cfg, &protocol{c: cc, s: s})}
+}
+
+// Campaign blocks until this caller leads or ctx is done (ctx's deadline is
+// the wait), then publishes value (an address, a host name) as the leader's,
+// in the same step that takes the lock. The lease is the leadership: renewed
+// by the watchdog, Lost when it is gone, its Token the term, above every
+// earlier leader's; Release resigns, and the next campaigner leads. On
+// failure Campaign returns a *lease.Error (wrapping ctx.Err() when ctx ended)
+// and leads nothing.
+//
+// A waiting campaigner does not poll: it is woken by the leader's resignation
+// (the lock's unlock message), the expiry of its lease (an invalidation of
+// the lock key) or the remaining lease the last attempt saw. Under a
+// leadership's Context, Campaign re-enters it, as rlock does: it publishes
+// value and returns at once a lease of the same leadership, whose own Token
+// is above the term (Leader still reports the term); the leadership ends
+// with the last of its leases.
+func (e *Election) Campaign(ctx context.Context, value string) (*lease.Lease, error) {
+	// One engine per campaign: its protocol carries the value to publish.
+	p := &protocol{c: e.c, s: e.s, value: value}
+	ls, err := engine.New(e.c, e.s.Name(), scope{e.c}, e.cfg, p).Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.leading = ls
+	e.mu.Unlock()
+	return ls, nil
+}
+
+// Proclaim publishes value as the leader's while this Election leads: while
+// the lease of its latest successful Campaign (or a lease re-entered under
+// it) still holds the leadership. The term and the lease are unchanged, and
+// observers hear of the new value. Otherwise it returns a *lease.Error
+// wrapping lease.ErrNotHeld and changes nothing.
+func (e *Election) Proclaim(ctx context.Context, value string) error {
+	const op = "proclaim"
+	rc, err := e.base.Redis(op)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	ls := e.leading
+	e.mu.Unlock()
+	switch {
+	case ls == nil:
+		return core.Errorf(op, e.s.Name(), "%w: this Election has won no campaign", lease.ErrNotHeld)
+	case ls.Err() != nil:
+		return core.Errorf(op, e.s.Name(), "%w: the leadership was lost: %w", lease.ErrNotHeld, ls.Err())
+	}
+	ok, err := e.s.Proclaim(ctx, rc, ls.Owner(), value)
+	if err != nil {
+		return e.base.Fail(op, err)
+	}
+	if !ok {
+		return core.Errorf(op, e.s.Name(), "%w: the term is over (resigned, expired or ended in Redis)", lease.ErrNotHeld)
+	}
+	return nil
+}
+
+// protocol is the election's scripts: Redisson's RLock on NAME, with the
+// leader key written, renewed and deleted along with the hold.
+type protocol struct {
+	c     *core.Client
+	s     *lua.Election
+	value string // published by Try
+}
+
+func (p *protocol) Kind() string { return "election" }
+
+func (p *protocol) Try(ctx context.Context, owner string, _ bool) (lua.Grant, error) {
+	return p.s.Campaign(ctx, p.c.Redis(), owner, p.value)
+}
+
+func (p *protocol) Release(ctx context.Context, owner, id string, all bool) (int64, error) {
+	return p.s.Release(ctx, p.c.Redis(), owner, id, all)
+}
+
+func (p *protocol) Renewal(owner string) *core.Renewal {
+	s, keys, args := p.s.Renewal(p.c.Redis(), owner)
+	return &core.Renewal{Script: s, Keys: keys, Args: args}
+}
+
+// Wakeup is rlock's: a campaigner waits as an rlock waiter does, so that
+// Redisson's unlock wakes it too.
+func (p *protocol) Wakeup(string) (channel, key string) { return p.s.LockChannel(), p.s.Name() }

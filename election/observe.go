@@ -1,0 +1,131 @@
+package election
+
+import (
+	"context"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// Observe reports the election's leader on the returned channel: the current
+// one at once, if there is one, then every change: a new leader, a new value,
+// and a Leader with no Owner when nobody leads. Reports come in term order:
+// none is older than one before it. The channel holds one report: a reader
+// slower than the changes gets the latest state, not a backlog. The producer
+// closes the channel when ctx ends or the Client closes, and at once on bad
+// input (Leader says why).
+//
+// It does not poll. It reads the leader again when told on the election's
+// channel (every change is published there), on an invalidation of the
+// leader key (a deletion or an expiry, which publish nothing), and when the
+// leader's lease would run out if not renewed.
+func (e *Election) Observe(ctx context.Context) <-chan Leader {
+	ch := make(chan Leader, 1)
+	if e.base.Check("observe") != nil || ctx.Err() != nil || !e.c.Go(func() { e.observe(ctx, ch) }) {
+		close(ch)
+	}
+	return ch
+}
+
+// observe is Observe's producer, a goroutine the Client waits for on Close.
+//
+// It listens on the election's channel, not on the lock's: the hub hands an
+// unlock message "0" to one waiter of a Client, which must be a campaigner,
+// while the election's message wakes every waiter of its channel, so every
+// observer hears it. An invalidation of the leader key also wakes one
+// observer per Client; the others learn of an expiry from their timers,
+// within a millisecond of the key's, and of a deletion from the leader's
+// next renewal, which publishes the end of its term (or, if the leader is
+// dead too, from their timers).
+func (e *Election) observe(ctx context.Context, ch chan Leader) {
+	defer close(ch)
+	// Ends with the Client too, so that Close does not wait on a read.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(e.c.Context(), cancel)()
+	w, err := e.c.Hub().Watch(e.s.Channel(), e.s.LeaderKey())
+	if err != nil {
+		return // the hub is closed: the Client is closing
+	}
+	defer w.Leave(false)
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 10 * time.Millisecond
+	b.MaxInterval = time.Second
+	b.MaxElapsedTime = 0
+	b.Reset() // the first interval was set from the defaults
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	ready := w.Ready()
+	var last Leader // the last report; none before the first
+	for {
+		// Tracked before the read, so that a change after the read is
+		// invalidated; a message is heard only once Ready, hence the read
+		// again then.
+		_ = w.Track(ctx)
+		term, ok, err := e.s.Leader(ctx, e.c.Redis())
+		wait := time.Duration(-1) // no timer
+		if err != nil {
+			wait = b.NextBackOff()
+		} else {
+			b.Reset()
+			var now Leader
+			if ok {
+				now = Leader{Value: term.Value, Token: term.Token, Owner: term.Owner}
+				if term.TTL > 0 {
+					// Measured at the server before the reply travelled:
+					// the timer fires no earlier than the key expires.
+					wait = term.TTL + time.Millisecond
+				}
+			}
+			if l, changed := after(last, now); changed {
+				last = l
+				offer(ch, l)
+			}
+		}
+		if wait >= 0 {
+			t.Reset(wait)
+		} else {
+			t.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ready:
+			ready = nil
+		case <-w.C():
+		case <-t.C:
+		}
+	}
+}
+
+// after is what an observer whose last report was last reports on reading
+// now, and whether it reports anything. It never goes back a term: a read
+// older than the last report (a term already reported, or reported over) is
+// dropped. The end of a term is reported with the term's token.
+func after(last, now Leader) (Leader, bool) {
+	switch {
+	case now.Owner == "":
+		if last.Owner == "" {
+			return last, false
+		}
+		return Leader{Token: last.Token}, true
+	case now.Token < last.Token, now.Token == last.Token && (last.Owner == "" || now == last):
+		return last, false
+	}
+	return now, true
+}
+
+// offer puts l in ch, a buffer of one that only the producer fills, in place
+// of a report the reader has not taken yet.
+func offer(ch chan Leader, l Leader) {
+	select {
+	case ch <- l:
+		return
+	default:
+	}
+	select {
+	case <-ch:
+	default:
+	}
+	ch <- l // cannot block: the buffer is empty and nobody else sends
+}
