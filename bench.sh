@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the peer benchmarks (bench_test.go) COUNT times, benchstat-friendly,
+# Runs the peer benchmarks (bench/bench_test.go, a module of its own so that
+# leasehold's users never download the peers) COUNT times, benchstat-friendly,
 # and the redis-benchmark baseline for the same lock scripts; with SCALE=1,
 # the scaling runs too, drawn into docs/bench/*.png. Writes README's tables,
 # medians, into bench/summary.md. From a fresh clone it installs
@@ -35,7 +36,7 @@ mkdir -p bench
 
 # 1. The scenarios, every library in each. The Scale benchmarks run in step 3.
 scenarios='^Benchmark(Uncontended|ParallelDistinct|Contended|ManyWaiters|Renewal|Network|RoundTrip)$'
-go test -run '^$' -bench "$scenarios" -benchtime "$BENCHTIME" -count "$COUNT" -timeout 120m . | tee bench/latest.txt
+go -C bench test -run '^$' -bench "$scenarios" -benchtime "$BENCHTIME" -count "$COUNT" -timeout 120m . | tee bench/latest.txt
 
 # 2. The baseline: redis-benchmark pipelining the same lock scripts
 # (-c 32 -P 16) against a redis-server of its own. An op is an acquire and a
@@ -51,7 +52,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 scripts=$(mktemp -d)
 redis-server --port "$port" --save "" --appendonly no --daemonize yes --logfile /dev/null
 trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$scripts"' EXIT
-go test -count=1 -run '^TestWriteLockScripts$' . -baseline.scripts "$scripts" >/dev/null
+go -C bench test -count=1 -run '^TestWriteLockScripts$' . -baseline.scripts "$scripts" >/dev/null
 sleep 0.3
 acquire=$(redis-cli -p "$port" SCRIPT LOAD "$(cat "$scripts/lock_acquire.lua")")
 release=$(redis-cli -p "$port" SCRIPT LOAD "$(cat "$scripts/lock_release.lua")")
@@ -81,7 +82,7 @@ redis-cli -p "$port" FLUSHALL >/dev/null
 
 # 3. With SCALE=1, the scaling runs and their charts.
 if [ "$SCALE" = 1 ]; then
-  go test -run '^$' -bench '^BenchmarkScale' -scale -benchtime "$BENCHTIME" -count "$SCALE_COUNT" -timeout 120m . |
+  go -C bench test -run '^$' -bench '^BenchmarkScale' -scale -benchtime "$BENCHTIME" -count "$SCALE_COUNT" -timeout 120m . |
     tee bench/scale.txt
   (cd tools/benchchart && go run . -o ../../docs/bench ../../bench/scale.txt)
 fi

@@ -74,7 +74,7 @@ func Example() {
 				for _, p := range d.DataPoints {
 					var attrs []string
 					for _, kv := range p.Attributes.ToSlice() {
-						attrs = append(attrs, fmt.Sprintf("%s=%s", kv.Key, kv.Value.Emit()))
+						attrs = append(attrs, fmt.Sprintf("%s=%s", kv.Key, kv.Value.String()))
 					}
 					lines = append(lines, fmt.Sprintf("%s{%s}: %d recorded", m.Name, strings.Join(attrs, " "), p.Count))
 				}
@@ -138,7 +138,7 @@ func ExampleWithNameMapper() {
 		}
 		for _, p := range m.Data.(metricdata.Histogram[float64]).DataPoints {
 			name, _ := p.Attributes.Value("leasehold.lock.name")
-			fmt.Printf("%s{leasehold.lock.name=%s}: %d recorded\n", m.Name, name.Emit(), p.Count)
+			fmt.Printf("%s{leasehold.lock.name=%s}: %d recorded\n", m.Name, name.String(), p.Count)
 		}
 	}
 	// Output:

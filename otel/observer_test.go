@@ -552,7 +552,7 @@ func dumpSpans(spans []sdktrace.ReadOnlySpan) string {
 		fmt.Fprintf(&b, "%s%s  span=%s parent=%s  %v", strings.Repeat("  ", depth(s)), s.Name(),
 			s.SpanContext().SpanID(), s.Parent().SpanID(), s.EndTime().Sub(s.StartTime()).Round(time.Microsecond))
 		for _, kv := range s.Attributes() {
-			fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.Emit())
+			fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.String())
 		}
 		if s.Status().Code != codes.Unset {
 			fmt.Fprintf(&b, " status=%s(%q)", s.Status().Code, s.Status().Description)
@@ -573,7 +573,7 @@ func dumpMetrics(ms map[string]metricdata.Metrics) string {
 	set := func(s attribute.Set) string {
 		var parts []string
 		for _, kv := range s.ToSlice() {
-			parts = append(parts, fmt.Sprintf("%s=%s", kv.Key, kv.Value.Emit()))
+			parts = append(parts, fmt.Sprintf("%s=%s", kv.Key, kv.Value.String()))
 		}
 		return "{" + strings.Join(parts, ",") + "}"
 	}

@@ -39,7 +39,7 @@ func FuzzQuorum(f *testing.F) {
 	f.Add(uint8(3), uint8(0), true, int64(0), math.NaN(), int64(0), int64(0))
 	f.Add(uint8(3), uint8(0), true, int64(0), math.Inf(1), int64(0), int64(0))
 	f.Add(uint8(3), uint8(0), false, int64(0), 0.999999, int64(math.MaxInt64), int64(math.MaxInt64))
-	f.Add(uint8(1), uint8(0), true, int64(1), -0.0, int64(-1), int64(-1))
+	f.Add(uint8(1), uint8(0), true, int64(1), math.Copysign(0, -1), int64(-1), int64(-1)) // negative zero (a -0.0 literal is +0)
 	f.Fuzz(func(t *testing.T, n, dup uint8, redlock bool, nodeTimeout int64, drift float64, margin, retry int64) {
 		n %= 8
 		cfg := quorum.Config{

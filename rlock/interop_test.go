@@ -12,8 +12,6 @@ import (
 	"github.com/leasehold/leasehold/rlock"
 )
 
-const javaOwner = redistest.JavaOwner
-
 // javaLock runs Redisson's lock script: true when the Java side holds the lock.
 func javaLock(t *testing.T, rc rueidis.Client, name string) bool {
 	t.Helper()

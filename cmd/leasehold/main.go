@@ -18,6 +18,9 @@
 //	                asks first unless --yes is given
 //	list PATTERN    the locks whose names match PATTERN (a Redis glob), found
 //	                with SCAN, never KEYS, so a large keyspace is not blocked
+//	version         the version of leasehold the command was built from, as
+//	                -version does: vX.Y.Z when installed with go install
+//	                ...@vX.Y.Z, (devel) when built in the repository
 //
 // inspect, list and watch take -json (or -o json) to print JSON for
 // programs: one object per lock, on one line, with the same fields for all
@@ -95,6 +98,7 @@ commands:
   watch NAME      show the lock NAME, redrawn as it changes, until interrupted
   release NAME    force-release the lock NAME (asks first unless --yes)
   list PATTERN    list the locks whose names match PATTERN (SCAN, never KEYS)
+  version         print the version of leasehold (also -version)
 
 inspect, list and watch print JSON with -json (or -o json), one object per line.
 Run 'leasehold COMMAND -h' for the flags of a command.
@@ -107,14 +111,25 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	conn := newConnFlags()
 	top := newFlagSet("leasehold", stderr, conn)
 	top.Usage = func() { fmt.Fprint(stderr, usage) }
+	showVersion := top.Bool("version", false, "print the version of leasehold")
 	if err := top.Parse(args); err != nil {
 		return flagErr(err)
+	}
+	if *showVersion {
+		return printVersion(stdout)
 	}
 	if top.NArg() == 0 {
 		fmt.Fprint(stderr, usage)
 		return usagef("no command")
 	}
 	name, rest := top.Arg(0), top.Args()[1:]
+	if name == "version" {
+		// Reaches no Redis: it must work where none is configured.
+		if len(rest) > 0 {
+			return usagef("version takes no arguments")
+		}
+		return printVersion(stdout)
+	}
 	cmd, ok := commands[name]
 	if !ok {
 		fmt.Fprint(stderr, usage)

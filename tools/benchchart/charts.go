@@ -31,7 +31,7 @@ type chart struct {
 	labels []string // the legend of each unit, when there are several
 }
 
-// charts are the scaling curves of bench_test.go's Scale benchmarks.
+// charts are the scaling curves of bench/bench_test.go's Scale benchmarks.
 var charts = []chart{
 	{
 		file:  "goroutines.png",

@@ -1,6 +1,6 @@
 module github.com/leasehold/leasehold/tools/benchchart
 
-go 1.26.8
+go 1.25.0
 
 require (
 	go.uber.org/goleak v1.3.0

@@ -7,7 +7,7 @@
 //	benchchart [-o DIR] [-md FILE] FILE...
 //
 // With -o, it writes into DIR one PNG per curve that the results have points
-// for (bench_test.go's Scale benchmarks):
+// for (bench/bench_test.go's Scale benchmarks):
 //
 //	goroutines.png         ops/s vs goroutines, a line per library
 //	waiters-latency.png    wake-up p50 and p99 vs waiters

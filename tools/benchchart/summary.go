@@ -17,7 +17,7 @@ type row struct {
 	format           func(float64) string
 }
 
-// loopback is README's loopback table, from bench_test.go's first five
+// loopback is README's loopback table, from bench/bench_test.go's first five
 // benchmarks.
 var loopback = []row{
 	{"uncontended acquire+release", "µs/op", "BenchmarkUncontended", []string{"ns/op"}, perThousand},

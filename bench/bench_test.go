@@ -1,4 +1,4 @@
-package leasehold_test
+package bench_test
 
 // Benchmarks of leasehold against the Go peers, each scenario run for every
 // library against the same redis-server in the same `go test -bench` run, so
