@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,57 +21,93 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// runs are the example runs: the example, its flags, and what it must print
-// to stdout (stderr when the pattern starts with "stderr:"), in order.
+// runs are the example runs: the example, its flags, what it must print to
+// stdout (stderr when the pattern starts with "stderr:"), in order, and any
+// further check of its stdout.
 var runs = []struct {
 	name, example string
 	args          []string
 	want          []string
+	check         func(t *testing.T, stdout string)
 }{
 	{"basic", "basic", nil, []string{
 		`^billing holds "orders", fencing token \d+$`,
 		`^billing re-entered it: hold count 2, token \d+, higher: true$`,
 		`^billing released it; shipping holds it .* later, token \d+, higher: true$`,
 		`^the 300ms lease on "nightly-job" was lost after .*: hold "nightly-job": lease: lost: the lease time ran out$`,
-	}},
+	}, nil},
 	{"quickstart", "quickstart", nil, []string{
 		`^holding "quickstart", fencing token \d+$`,
 		`^work done; releasing$`,
-	}},
+	}, nil},
 	{"coupons", "coupons", nil, []string{
 		`^handed out 100 of 100; stock left 0, lowest 0$`,
 		`^ok: with the lock the stock never went below zero$`,
-	}},
+	}, nil},
 	{"coupons-nolock", "coupons", []string{"-nolock", "-stock", "50"}, []string{
 		`WITHOUT a lock`,
 		`^handed out \d+ of 50; stock left -?\d+, lowest -?\d+$`,
-	}},
+	}, nil},
 	{"workers", "workers", []string{"-v"}, []string{
 		`^operator: force-released the lock of tenant-5$`,
 		`^worker \d: lost tenant-5 .*renewal found the lock no longer held by this owner.*: stopped; job queued again$`,
 		`^lease events \(expvar leasehold\): \{.*"lost": 1,.*\}$`,
 		`^ok: all 10 tenants synced exactly once`,
 		`stderr:level=WARN msg="lease lost" lock=sync:tenant-5`,
-	}},
+	}, nil},
 	{"pipeline", "pipeline", []string{"-orders", "300"}, []string{
 		`^one at a time: +300 orders in .* \(300 processed, 0 twice\)$`,
 		`^pipelined, window 64: +300 orders in .* \(300 processed, 0 twice\)$`,
 		`^ok: every order processed exactly once`,
-	}},
+	}, nil},
 	{"crawler", "crawler", nil, []string{
 		`^supervisor: 3 crawler processes, 4 workers each, at most 3 fetches in flight; 60 pages$`,
 		`^supervisor: kill -9 crawler 1 with [123] of the 3 fetches in flight; it cannot release$`,
 		`^supervisor: its permits came back .* after the kill \(lease 1s\): 3 fetches in flight again$`,
 		`^site: 60 of 60 pages fetched, at most 3 in flight at once$`,
 		`^ok: never more than 3 fetches in flight, and the killed crawler's permits came back$`,
-	}},
+	}, nil},
 	{"leader", "leader", nil, []string{
-		`^candidate \d: leader \d+$`,
+		// The first term: its candidate's line and the observer's come in
+		// either order; termsRise checks the candidates' lines.
+		`^observer: term \d+: \S+:\d+ leads \(candidate \d\)$`,
 		`^supervisor: kill -9 candidate \d`,
 		`^supervisor: candidate \d took over .* after the kill \(lease 1s\)$`,
 		`^supervisor: candidate \d took over .* after the SIGTERM$`,
-		`^ok: one leader at a time`,
-	}},
+		`^observer: nobody leads since term \d+, .* after the SIGTERM$`,
+		`^ok: one leader in each of 3 terms, rising`,
+	}, termsRise},
+}
+
+// termsRise checks the leader example's terms: the candidates led in 3
+// terms, each above the one before, and the observer printed each of them,
+// in the same order, and no other.
+func termsRise(t *testing.T, stdout string) {
+	t.Helper()
+	led := terms(stdout, `(?m)^candidate \d: leader in term (\d+) as `)
+	seen := terms(stdout, `(?m)^observer: term (\d+): `)
+	t.Logf("terms led: %v; observed: %v", led, seen)
+	if len(led) != 3 {
+		t.Errorf("%d terms led, want 3: %v", len(led), led)
+	}
+	for i := 1; i < len(led); i++ {
+		if led[i] <= led[i-1] {
+			t.Errorf("term %d led after term %d", led[i], led[i-1])
+		}
+	}
+	if !slices.Equal(seen, led) {
+		t.Errorf("the observer printed terms %v, the candidates led in %v", seen, led)
+	}
+}
+
+// terms parses the terms that the lines matching rx name, in order.
+func terms(stdout, rx string) []uint64 {
+	var out []uint64
+	for _, m := range regexp.MustCompile(rx).FindAllStringSubmatch(stdout, -1) {
+		n, _ := strconv.ParseUint(m[1], 10, 64)
+		out = append(out, n)
+	}
+	return out
 }
 
 func TestExamples(t *testing.T) {
@@ -113,6 +151,9 @@ func TestExamples(t *testing.T) {
 				t.Fatalf("%s: %v\nstderr:\n%s", r.example, err, stderr.String())
 			}
 			wantLines(t, stdout.String(), stderr.String(), r.want)
+			if r.check != nil {
+				r.check(t, stdout.String())
+			}
 		})
 	}
 }

@@ -1,22 +1,28 @@
-// Command leader elects one leader among several processes with a lock, and
-// hands leadership over when the leader dies.
+// Command leader elects one leader among several processes with package
+// election, hands leadership over when the leader dies or resigns, and
+// watches each term as an observer sees it.
 //
 // It starts itself again as -candidates processes. Each candidate opens a
-// Client with a short watchdog lease (-ttl) and waits for the lock "leader";
-// the one that holds it leads, until it loses the lease or is told to stop.
-// Then this supervisor:
+// Client with a short watchdog lease (-ttl) and campaigns in the election
+// "leader" with its host:pid as the value; the one that wins leads, in a
+// term (the lease's fencing token) above every earlier one, until it loses
+// the lease or is told to stop. Then this supervisor:
 //
-//  1. kills the first leader with SIGKILL: it cannot release, so the next
+//  1. kills the first leader with SIGKILL: it cannot resign, so the next
 //     candidate takes over once its lease runs out, at most -ttl later;
-//  2. stops each following leader with SIGTERM: it releases the lock on the
-//     way out, and the next candidate takes over at once, until none is
-//     left.
+//  2. stops each following leader with SIGTERM: it resigns (releases its
+//     lease) on the way out, and the next candidate takes over at once,
+//     until none is left.
 //
-// A waiting candidate does not poll: it is woken by the release, or by the
-// expiry of the lock key, which Redis reports to it as an invalidation.
+// The supervisor is also the observer: on a Client of its own it Observes
+// the election and prints each report, the term, its leader's value and,
+// when nobody leads, the term that ended. Neither a waiting candidate nor
+// the observer polls: both are woken by the resignation or by the expiry of
+// the lease, which Redis reports as an invalidation.
 //
-// It exits non-zero if two candidates ever led at once, if a handover did
-// not happen in time, or if the fencing tokens did not rise.
+// It exits non-zero if two candidates led in one term, if the terms did not
+// rise (as the candidates or the observer saw them), if the observer did
+// not report a term, or if a handover did not happen in time.
 //
 // It uses the Redis at $REDIS_ADDR, or starts a redis-server of its own on a
 // free loopback port and stops it on the way out.
@@ -43,12 +49,12 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold"
-	"github.com/leasehold/leasehold/rlock"
+	"github.com/leasehold/leasehold/election"
 )
 
 var (
 	candidates = flag.Int("candidates", 3, "candidate processes")
-	ttl        = flag.Duration("ttl", time.Second, "the watchdog lease: how long a dead leader keeps the lock")
+	ttl        = flag.Duration("ttl", time.Second, "the watchdog lease: how long a dead leader keeps leading")
 	lead       = flag.Duration("lead", 300*time.Millisecond, "how long each leader leads before the supervisor acts")
 	// Set when the supervisor starts a candidate.
 	candidate = flag.Int("candidate", 0, "run as candidate `N` (the supervisor sets it)")
@@ -59,7 +65,7 @@ func main() {
 	log.SetFlags(0)
 	flag.Parse()
 	if *candidate > 0 {
-		if err := runCandidate(*candidate, *addrFlag); err != nil {
+		if err := runCandidate(*addrFlag); err != nil {
 			log.Fatalf("candidate %d: %v", *candidate, err)
 		}
 		return
@@ -72,9 +78,15 @@ func main() {
 	}
 }
 
-// runCandidate waits for leadership, leads until the lease is lost or a
-// signal says stop, and reports each step on stdout for the supervisor.
-func runCandidate(id int, addr string) error {
+// value is what a candidate publishes as the leader's: its host and pid.
+func value(pid int) string {
+	host, _ := os.Hostname()
+	return host + ":" + strconv.Itoa(pid)
+}
+
+// runCandidate campaigns, leads until the lease is lost or a signal says
+// stop, and reports each step on stdout for the supervisor.
+func runCandidate(addr string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	c, err := leasehold.Open(rueidis.ClientOption{InitAddress: []string{addr}}, leasehold.WithWatchdog(*ttl))
@@ -83,24 +95,25 @@ func runCandidate(id int, addr string) error {
 	}
 	defer c.Close()
 
-	fmt.Println("waiting")
-	l, err := rlock.New(c, "leader").Acquire(ctx)
+	fmt.Println("campaigning")
+	me := value(os.Getpid())
+	ls, err := election.New(c, "leader").Campaign(ctx, me)
 	if err != nil {
 		if ctx.Err() != nil {
-			fmt.Println("stopped while waiting")
+			fmt.Println("stopped while campaigning")
 			return nil
 		}
 		return err
 	}
-	fmt.Printf("leader %d\n", l.Token())
+	fmt.Printf("leader in term %d as %s\n", ls.Token(), me)
 	select {
-	case <-l.Lost():
+	case <-ls.Lost():
 		// Someone else may lead now: stop leading at once.
-		fmt.Printf("lost: %v\n", l.Err())
-		return l.Err()
+		fmt.Printf("lost: %v\n", ls.Err())
+		return ls.Err()
 	case <-ctx.Done():
-		err := l.Release(context.Background())
-		fmt.Printf("stepped down: released (%v)\n", errOrOK(err))
+		err := ls.Release(context.Background())
+		fmt.Printf("resigned (%v)\n", errOrOK(err))
 		return err
 	}
 }
@@ -127,9 +140,22 @@ func supervise(addr string) error {
 	if err != nil {
 		return err
 	}
+	// The observer's Client, and its reports from before any candidate
+	// runs: nobody leads yet, so the first report is the first term.
+	c, err := leasehold.Open(rueidis.ClientOption{InitAddress: []string{addr}})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	octx, stopObserving := context.WithCancel(ctx)
+	defer stopObserving()
+	reports := election.New(c, "leader").Observe(octx)
+
 	lines := make(chan line)
 	procs := make(map[int]*exec.Cmd)
-	defer func() { // on failure, leave no candidate behind
+	byValue := make(map[string]int) // candidate by the value it campaigns with
+	// On failure, leave no candidate behind.
+	defer func() {
 		for _, p := range procs {
 			_ = p.Process.Kill()
 		}
@@ -145,6 +171,7 @@ func supervise(addr string) error {
 			return err
 		}
 		procs[id] = cmd
+		byValue[value(cmd.Process.Pid)] = id
 		go func() {
 			sc := bufio.NewScanner(out)
 			for sc.Scan() {
@@ -156,9 +183,15 @@ func supervise(addr string) error {
 	fmt.Printf("supervisor: started %d candidates; watchdog lease %v\n", *candidates, *ttl)
 
 	var (
-		leader int    // the candidate leading now, 0 for none
-		token  uint64 // its fencing token
+		leader int                    // the candidate leading now, 0 for none
+		term   uint64                 // the latest term a candidate led in
+		ledBy  = make(map[uint64]int) // the candidate that led in each term
 		failed []string
+
+		seen     election.Leader           // the observer's latest report
+		reported = make(map[uint64]string) // the value the observer saw in each term
+		act      string                    // the supervisor's latest act, until the observer reports its effect
+		acted    time.Time
 	)
 	// relay prints a candidate's line and follows who leads. It returns the
 	// candidate that became leader, if the line says so.
@@ -169,21 +202,52 @@ func supervise(addr string) error {
 			return 0
 		}
 		fmt.Printf("candidate %d: %s\n", l.id, l.text)
-		t, ok := strings.CutPrefix(l.text, "leader ")
-		if !ok {
+		var tok uint64
+		var v string
+		if _, err := fmt.Sscanf(l.text, "leader in term %d as %s", &tok, &v); err != nil {
 			return 0
 		}
-		tok, _ := strconv.ParseUint(t, 10, 64)
+		if other, ok := ledBy[tok]; ok {
+			failed = append(failed, fmt.Sprintf("candidates %d and %d led in term %d", other, l.id, tok))
+		}
 		if leader != 0 {
 			failed = append(failed, fmt.Sprintf("candidate %d led while candidate %d did", l.id, leader))
 		}
-		if tok <= token {
-			failed = append(failed, fmt.Sprintf("token %d after token %d", tok, token))
+		if tok <= term {
+			failed = append(failed, fmt.Sprintf("term %d after term %d", tok, term))
 		}
-		leader, token = l.id, tok
+		ledBy[tok] = l.id
+		leader, term = l.id, tok
 		return l.id
 	}
-	// next relays lines until a candidate becomes leader.
+	// observe prints an observer's report, with how long after the
+	// supervisor's act it came, if it is the first since.
+	observe := func(l election.Leader, ok bool) {
+		if !ok { // Observe ended: ctx is done
+			reports = nil
+			failed = append(failed, "the observer's channel closed")
+			return
+		}
+		if l.Token < seen.Token {
+			failed = append(failed, fmt.Sprintf("the observer reported term %d after term %d", l.Token, seen.Token))
+		}
+		seen = l
+		after := ""
+		if act != "" {
+			after = fmt.Sprintf(", %v after the %s", time.Since(acted).Round(time.Millisecond), act)
+			act = ""
+		}
+		if l.Owner == "" {
+			fmt.Printf("observer: nobody leads since term %d%s\n", l.Token, after)
+			return
+		}
+		if v, ok := reported[l.Token]; ok && v != l.Value {
+			failed = append(failed, fmt.Sprintf("the observer saw %s and %s lead in term %d", v, l.Value, l.Token))
+		}
+		reported[l.Token] = l.Value
+		fmt.Printf("observer: term %d: %s leads (candidate %d%s)\n", l.Token, l.Value, byValue[l.Value], after)
+	}
+	// next relays lines and reports until a candidate becomes leader.
 	next := func(within time.Duration) (int, error) {
 		deadline := time.After(within)
 		for {
@@ -196,6 +260,21 @@ func supervise(addr string) error {
 				if id := relay(l); id != 0 {
 					return id, nil
 				}
+			case r, ok := <-reports:
+				observe(r, ok)
+			}
+		}
+	}
+	// hold relays lines and reports while the leader leads.
+	hold := func() {
+		for t := time.After(*lead); ; {
+			select {
+			case l := <-lines:
+				relay(l)
+			case r, ok := <-reports:
+				observe(r, ok)
+			case <-t:
+				return
 			}
 		}
 	}
@@ -205,9 +284,9 @@ func supervise(addr string) error {
 	if err != nil {
 		return err
 	}
-	time.Sleep(*lead)
-	fmt.Printf("supervisor: kill -9 candidate %d; it cannot release, so its lease has to run out\n", first)
-	acted := time.Now()
+	hold()
+	fmt.Printf("supervisor: kill -9 candidate %d; it cannot resign, so its lease has to run out\n", first)
+	act, acted = "kill", time.Now()
 	_ = procs[first].Process.Kill()
 	leader, alive = 0, alive-1 // dead, whatever Redis still says
 	id, err := next(*ttl + 5*time.Second)
@@ -221,9 +300,9 @@ func supervise(addr string) error {
 	}
 
 	for {
-		time.Sleep(*lead)
-		fmt.Printf("supervisor: SIGTERM to candidate %d; it releases the lock on the way out\n", leader)
-		acted = time.Now()
+		hold()
+		fmt.Printf("supervisor: SIGTERM to candidate %d; it resigns on the way out\n", leader)
+		act, acted = "SIGTERM", time.Now()
 		_ = procs[leader].Process.Signal(syscall.SIGTERM)
 		leader, alive = 0, alive-1
 		if alive == 0 {
@@ -236,20 +315,28 @@ func supervise(addr string) error {
 		took := time.Since(acted)
 		fmt.Printf("supervisor: candidate %d took over %v after the SIGTERM\n", id, took.Round(time.Millisecond))
 		if took >= *ttl {
-			failed = append(failed, fmt.Sprintf("handover after a release took %v: as long as the lease", took))
+			failed = append(failed, fmt.Sprintf("handover after a resignation took %v: as long as the lease", took))
 		}
 	}
-	for deadline := time.After(10 * time.Second); len(procs) > 0; {
+	// The candidates exit, and the observer reports that nobody leads.
+	for deadline := time.After(10 * time.Second); len(procs) > 0 || seen.Owner != "" || seen.Token != term; {
 		select {
 		case l := <-lines:
 			relay(l)
+		case r, ok := <-reports:
+			observe(r, ok)
 		case <-deadline:
-			return fmt.Errorf("%d candidates did not exit", len(procs))
+			return fmt.Errorf("%d candidates did not exit, or the observer did not report the end of term %d", len(procs), term)
+		}
+	}
+	for tok, id := range ledBy {
+		if v, ok := reported[tok]; !ok || byValue[v] != id {
+			failed = append(failed, fmt.Sprintf("the observer did not report candidate %d leading in term %d", id, tok))
 		}
 	}
 	if len(failed) > 0 {
 		return errors.New("FAILED: " + strings.Join(failed, "; "))
 	}
-	fmt.Println("ok: one leader at a time, handed over on a kill and on each release, tokens rising")
+	fmt.Printf("ok: one leader in each of %d terms, rising; handed over on a kill and on each resignation; the observer saw every term\n", len(ledBy))
 	return nil
 }

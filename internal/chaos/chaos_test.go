@@ -69,6 +69,7 @@ type figures struct {
 	overlaps, guarded, unguarded, lost   int
 	violations, leaked, workers          int
 	documented                           int // unguarded overlaps in the documented loss case
+	observers, reports, terms            int // of election observers
 	maxOverrun                           time.Duration
 	faults                               map[string]int
 	margins                              map[string][]time.Duration
@@ -86,6 +87,15 @@ func (f *figures) margin(kind string, d time.Duration) {
 	f.mu.Lock()
 	f.margins[kind] = append(f.margins[kind], d)
 	f.mu.Unlock()
+}
+
+func (f *figures) observed(o *Observation) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.observers += o.Observers
+	f.reports += o.Reports
+	f.terms += o.Terms
+	f.violations += len(o.Violations)
 }
 
 func (f *figures) add(r *Report) {
@@ -117,6 +127,9 @@ func (f *figures) print(w io.Writer, code int) {
 	fmt.Fprintf(w, "  acquisitions checked: %d (waits %d, latest return %v past a ctx deadline)\n", f.acquisitions, f.waits, f.maxOverrun.Round(time.Millisecond))
 	fmt.Fprintf(w, "  fenced writes: %d, refused by the fence: %d; leases lost while held: %d\n", f.writes, f.refused, f.lost)
 	fmt.Fprintf(w, "  overlapping sections: %d, guarded by the fence: %d, unguarded: %d; violations: %d\n", f.overlaps, f.guarded, f.unguarded, f.violations)
+	if f.observers > 0 {
+		fmt.Fprintf(w, "  election observers: %d, reports received: %d, terms reported with a leader: %d\n", f.observers, f.reports, f.terms)
+	}
 	if f.documented > 0 {
 		fmt.Fprintf(w, "  unguarded overlaps where the loss is documented (one server restarted empty, a Sentinel failover without WithReplicas of every replica): %d\n", f.documented)
 	}
@@ -158,6 +171,8 @@ type rig struct {
 	procs    []*proc
 	killed   map[string]bool
 	finished map[string]bool // told to stop before the end
+
+	observing bool // an observer process runs: check checks its reports
 }
 
 // proc is one worker process.
@@ -406,13 +421,42 @@ func startServer(t *testing.T) *redistest.Server { return redistest.Start(t) }
 func (r *rig) records() (secs []Section, waits []Wait, sums map[string]*Summary) {
 	r.t.Helper()
 	sums = map[string]*Summary{}
+	r.scan(func(rec Record) {
+		switch {
+		case rec.Section != nil:
+			secs = append(secs, *rec.Section)
+		case rec.Wait != nil:
+			waits = append(waits, *rec.Wait)
+		case rec.Summary != nil:
+			sums[rec.Summary.Process] = rec.Summary
+		}
+	})
+	return secs, waits, sums
+}
+
+// observed reads the reports election observers received, each
+// observer's in the order received.
+func (r *rig) observed() []Observed {
+	r.t.Helper()
+	var obs []Observed
+	r.scan(func(rec Record) {
+		if rec.Observed != nil {
+			obs = append(obs, *rec.Observed)
+		}
+	})
+	return obs
+}
+
+// scan calls f with every record of every worker, each worker's in order.
+func (r *rig) scan(f func(Record)) {
+	r.t.Helper()
 	files, _ := filepath.Glob(filepath.Join(r.dir, "*.jsonl"))
 	for _, name := range files {
-		f, err := os.Open(name)
+		file, err := os.Open(name)
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		sc := bufio.NewScanner(f)
+		sc := bufio.NewScanner(file)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
 			var rec Record
@@ -420,18 +464,22 @@ func (r *rig) records() (secs []Section, waits []Wait, sums map[string]*Summary)
 				// A worker killed mid-write leaves a torn last line.
 				continue
 			}
-			switch {
-			case rec.Section != nil:
-				secs = append(secs, *rec.Section)
-			case rec.Wait != nil:
-				waits = append(waits, *rec.Wait)
-			case rec.Summary != nil:
-				sums[rec.Summary.Process] = rec.Summary
-			}
+			f(rec)
 		}
-		f.Close()
+		file.Close()
 	}
-	return secs, waits, sums
+}
+
+// observe starts, for an election, a worker process that only observes it,
+// on two Observe channels of one Client; check then checks the reports
+// they received (CheckObserved).
+func (r *rig) observe() {
+	r.t.Helper()
+	if r.base.Kind != KindElection {
+		return
+	}
+	r.spawn("observer", func(c *WorkerConfig) { c.Goroutines, c.Observers = 0, 2 })
+	r.observing = true
 }
 
 // check stops the workers, replays their records against the resource's log,
@@ -471,6 +519,17 @@ func (r *rig) checkWith(waitSlack time.Duration, lossExpected bool) (*Report, []
 	}
 	if rep.Acquisitions == 0 {
 		r.t.Error("no acquisition was made")
+	}
+	if r.observing {
+		o := CheckObserved(r.observed(), secs)
+		r.t.Logf("observed: %v", o)
+		for _, v := range o.Violations {
+			r.t.Errorf("observer: %s", v)
+		}
+		if o.Observers == 0 {
+			r.t.Error("the observers received no report")
+		}
+		totals.observed(o)
 	}
 	totals.add(rep)
 	r.summaries(sums)
@@ -513,6 +572,17 @@ func section(t *testing.T, secs []Section, id string, token uint64) *Section {
 	return nil
 }
 
+// ended reports whether the section id (as the resource logs it) with
+// token has ended: its record is written once it has released.
+func (r *rig) ended(id string, token uint64) bool {
+	r.t.Helper()
+	found := false
+	r.scan(func(rec Record) {
+		found = found || rec.Section != nil && rec.Section.ID == id && rec.Section.Token == token
+	})
+	return found
+}
+
 // ready waits until each of ps has entered a critical section: every worker
 // is up, so that a fault finds them all at work.
 func (r *rig) ready(ps ...*proc) {
@@ -520,11 +590,6 @@ func (r *rig) ready(ps ...*proc) {
 	for _, p := range ps {
 		r.await(60*time.Second, "enter by "+p.id, enterOf(p.id), 0, 1)
 	}
-}
-
-// ofProcess matches log entries of a process's goroutines.
-func ofProcess(id string) func(Accepted) bool {
-	return func(a Accepted) bool { return process(a.Holder) == id }
 }
 
 // enterOf matches the enter writes of a process.

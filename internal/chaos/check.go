@@ -211,3 +211,67 @@ func process(holder string) string {
 	}
 	return holder
 }
+
+// Observation is what CheckObserved found: figures, and the violations.
+type Observation struct {
+	Observers int // Observe channels
+	Reports   int // reports received on them
+	Terms     int // distinct terms reported with a leader
+	Nobody    int // reports that nobody leads
+	// Violations: an observer went back a term, a term was reported with
+	// two leaders, or a leader other than the one that held the term.
+	Violations []string
+}
+
+// String is the observation's figures on one line.
+func (o *Observation) String() string {
+	return fmt.Sprintf("%d observers, %d reports (%d terms with a leader, %d of nobody leading), %d violations",
+		o.Observers, o.Reports, o.Terms, o.Nobody, len(o.Violations))
+}
+
+// CheckObserved checks the reports election observers received (each
+// observer's in the order received) against each other and the sections:
+//
+//  1. an observer's reports never go back a term: tokens are non-decreasing,
+//     and after a report that nobody leads since term T comes a later term;
+//  2. every report of a term, from every observer, names one leader: the
+//     owner of the section that held the term, with its value (the holder's
+//     name), when that section was recorded.
+func CheckObserved(obs []Observed, secs []Section) *Observation {
+	o := &Observation{Reports: len(obs)}
+	held := make(map[uint64]*Section)
+	for i := range secs {
+		held[secs[i].Token] = &secs[i]
+	}
+	last := make(map[string]Observed) // by observer
+	leaders := make(map[uint64]Observed)
+	for _, b := range obs {
+		a, seen := last[b.Observer]
+		last[b.Observer] = b
+		if !seen {
+			o.Observers++
+		}
+		switch {
+		case seen && b.Token < a.Token:
+			o.Violations = append(o.Violations, fmt.Sprintf("%s: term %d reported after term %d", b.Observer, b.Token, a.Token))
+		case seen && a.Owner == "" && b.Token == a.Token:
+			o.Violations = append(o.Violations, fmt.Sprintf("%s: term %d reported after nobody led since term %d", b.Observer, b.Token, a.Token))
+		}
+		if b.Owner == "" {
+			o.Nobody++
+			continue
+		}
+		if l, ok := leaders[b.Token]; !ok {
+			leaders[b.Token] = b
+		} else if l.Owner != b.Owner {
+			o.Violations = append(o.Violations, fmt.Sprintf("term %d reported with leader %s (%s) by %s and %s (%s) by %s",
+				b.Token, l.Owner, l.Value, l.Observer, b.Owner, b.Value, b.Observer))
+		}
+		if s := held[b.Token]; s != nil && (s.Owner != b.Owner || s.Holder != b.Value) {
+			o.Violations = append(o.Violations, fmt.Sprintf("%s: term %d reported with leader %s (%s), held by %s (%s)",
+				b.Observer, b.Token, b.Owner, b.Value, s.Owner, s.Holder))
+		}
+	}
+	o.Terms = len(leaders)
+	return o
+}

@@ -98,6 +98,46 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// seen is a report observer o received: term token, led by owner with
+// value (nobody leads when owner is empty).
+func seen(o string, token uint64, owner, value string) Observed {
+	return Observed{Observer: o, Token: token, Owner: owner, Value: value}
+}
+
+// The observer check finds each way an observer can be wrong, and passes
+// what Observe may legitimately send: skipped terms, a new value in a term,
+// a term's end then a later term.
+func TestCheckObserved(t *testing.T) {
+	held := []Section{
+		{Holder: "p/g0", Owner: "c1:1", Token: 5},
+		{Holder: "q/g0", Owner: "c2:1", Token: 7},
+	}
+	tests := []struct {
+		name       string
+		obs        []Observed
+		violations int
+	}{
+		{"terms in order, one skipped, a new value", []Observed{
+			seen("o/o0", 5, "c1:1", "p/g0"), seen("o/o0", 5, "", ""), seen("o/o0", 7, "c2:1", "q/g0"),
+			seen("o/o1", 7, "c2:1", "q/g0"), seen("o/o1", 9, "c3:1", "v1"), seen("o/o1", 9, "c3:1", "v2"),
+		}, 0},
+		{"back a term", []Observed{seen("o/o0", 7, "c2:1", "q/g0"), seen("o/o0", 5, "c1:1", "p/g0")}, 1},
+		{"the ended term again", []Observed{seen("o/o0", 5, "", ""), seen("o/o0", 5, "c1:1", "p/g0")}, 1},
+		{"two leaders in a term", []Observed{seen("o/o0", 9, "c3:1", "v"), seen("o/o1", 9, "c4:1", "w")}, 1},
+		{"not the section's leader", []Observed{seen("o/o0", 5, "c2:1", "p/g0")}, 1},
+		{"not the section's value", []Observed{seen("o/o0", 7, "c2:1", "p/g0")}, 1},
+		{"observers are checked apart", []Observed{seen("o/o0", 7, "c2:1", "q/g0"), seen("o/o1", 5, "c1:1", "p/g0")}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := CheckObserved(tt.obs, held)
+			if len(o.Violations) != tt.violations {
+				t.Errorf("%v, want %d violations: %q", o, tt.violations, o.Violations)
+			}
+		})
+	}
+}
+
 // The same end to end, with worker processes that take no lock at all: with
 // fresh tokens, their sections overlap and only the fence keeps the resource
 // in order, refusing writes (no lock does that without faults); with one

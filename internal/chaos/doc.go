@@ -5,7 +5,9 @@
 // inject faults (kill -9, SIGSTOP, server restarts, cut and slow
 // connections, paused servers, killed connections, failover of a replica);
 // then Check replays the records against the resource's own log and reports
-// every overlap of critical sections the fence did not stop.
+// every overlap of critical sections the fence did not stop. An election is
+// one more kind: its leaders' terms are their tokens, and observer workers
+// record what Observe reported, checked by CheckObserved.
 //
 //	go test -race -count=1 ./internal/chaos                        # short form (~75s), as CI runs it
 //	go test -race -count=1 -timeout 30m -v ./internal/chaos -long  # long form (~6min); or LEASEHOLD_CHAOS_LONG=1

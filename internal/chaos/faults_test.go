@@ -13,8 +13,10 @@ import (
 // across processes: no two critical sections overlap at all, tokens rise in
 // the order the resource takes them, every waiter returns by its deadline.
 // This is the checker's baseline: the fault tests below change one thing.
+// An election's leaders never act in one term, and its observers never go
+// back a term (they hear each resignation: the latency is logged).
 func TestExclusionNoFaults(t *testing.T) {
-	for _, kind := range []string{KindRLock, KindFair, KindRW, KindRedLock} {
+	for _, kind := range []string{KindRLock, KindFair, KindRW, KindRedLock, KindElection} {
 		t.Run(kind, func(t *testing.T) {
 			addrs := []string{redistest.Start(t).Addr()}
 			if kind == KindRedLock {
@@ -23,11 +25,15 @@ func TestExclusionNoFaults(t *testing.T) {
 				}
 			}
 			r := newRig(t, defaults(kind, "nofault-"+kind, addrs...))
+			r.observe()
 			r.spawnN("w", pick(3, 4), nil)
 			r.progress(0, pick[int64](200, 4000), pick(60*time.Second, 10*time.Minute), "under contention")
-			rep, _ := r.check(waitSlack)
+			rep, secs := r.check(waitSlack)
 			if rep.Overlaps != 0 {
 				t.Errorf("%d overlapping sections without any fault", rep.Overlaps)
+			}
+			if kind == KindElection {
+				logResignations(t, r.observed(), secs)
 			}
 		})
 	}
@@ -35,15 +41,19 @@ func TestExclusionNoFaults(t *testing.T) {
 
 // kill -9 of a holder process in its critical section: the others take the
 // lock once its lease has run out in Redis (at most the watchdog lease after
-// its last renewal), never before, and no two sections overlap.
+// its last renewal), never before, and no two sections overlap. A killed
+// leader's term ends the same way, and observers report it over within
+// about a lease.
 func TestKillHolder(t *testing.T) {
-	for _, kind := range []string{KindRLock, KindFair} {
+	for _, kind := range []string{KindRLock, KindFair, KindElection} {
 		t.Run(kind, func(t *testing.T) {
 			srv := redistest.Start(t)
 			base := defaults(kind, "kill-"+kind, srv.Addr())
 			r := newRig(t, base)
+			r.observe()
 			r.ready(r.spawnN("w", 3, nil)...)
 			kills := pick(2, 10)
+			var ended []ending // the victims' terms
 			for i := range kills {
 				// The victim stays in its section for 2 leases: killed in
 				// it, it cannot release.
@@ -51,6 +61,7 @@ func TestKillHolder(t *testing.T) {
 				from := r.writes()
 				enter := r.await(30*time.Second, "enter by "+v.id, enterOf(v.id), from, 1)
 				at := r.writes()
+				ended = append(ended, ending{enter.Token, Now()})
 				r.kill(v)
 				totals.fault("kill -9 holder process", 1)
 				next := r.await(30*time.Second, "takeover after the kill", func(a Accepted) bool { return a.Phase == "enter" }, at, 1)
@@ -64,6 +75,24 @@ func TestKillHolder(t *testing.T) {
 				}
 			}
 			r.check(waitSlack)
+			if kind == KindElection {
+				obs := r.observed()
+				for i, e := range ended {
+					over := overReported(obs, e)
+					if len(over) == 0 {
+						t.Errorf("kill %d: no observer reported term %d over", i, e.term)
+					}
+					for o, d := range over {
+						t.Logf("kill %d: %s reported term %d over %v after the kill (lease %v)", i, o, e.term, d.Round(time.Millisecond), base.Watchdog)
+						// The term ends when its lease runs out in Redis,
+						// at most a lease after the kill; 1s for a loaded
+						// machine.
+						if d > base.Watchdog+time.Second {
+							t.Errorf("kill %d: %s reported term %d over %v after the kill, lease %v", i, o, e.term, d, base.Watchdog)
+						}
+					}
+				}
+			}
 		})
 	}
 }
@@ -72,56 +101,66 @@ func TestKillHolder(t *testing.T) {
 // another worker takes the lock (after the lease ran out in Redis); once it
 // runs again the paused holder learns of the loss (its lease's context and
 // Lost), and the write it had in flight, made without looking, is refused
-// by the fence, because the later holder's higher token came first.
+// by the fence, because the later holder's higher token came first. So does
+// a paused leader's, in an election.
 func TestPauseHolder(t *testing.T) {
-	srv := redistest.Start(t)
-	base := defaults(KindRLock, "sigstop", srv.Addr())
-	r := newRig(t, base)
-	r.ready(r.spawnN("w", 3, nil)...)
-	pauses := pick(2, 8)
-	type victim struct {
-		id      string
-		token   uint64
-		resumed Mono
-	}
-	var vs []victim
-	for i := range pauses {
-		v := r.spawn("paused"+itoa(i), func(c *WorkerConfig) {
-			c.Goroutines, c.Hold, c.LateWrite = 1, 3*base.Watchdog, true
+	for _, kind := range []string{KindRLock, KindElection} {
+		t.Run(kind, func(t *testing.T) {
+			srv := redistest.Start(t)
+			base := defaults(kind, "sigstop-"+kind, srv.Addr())
+			r := newRig(t, base)
+			r.observe()
+			r.ready(r.spawnN("w", 3, nil)...)
+			pauses := pick(2, 8)
+			type victim struct {
+				id      string
+				token   uint64
+				resumed Mono
+			}
+			var vs []victim
+			for i := range pauses {
+				v := r.spawn("paused"+itoa(i), func(c *WorkerConfig) {
+					c.Goroutines, c.Hold, c.LateWrite = 1, 3*base.Watchdog, true
+				})
+				from := r.writes()
+				enter := r.await(30*time.Second, "enter by "+v.id, enterOf(v.id), from, 1)
+				at := r.writes()
+				r.signal(v, syscall.SIGSTOP)
+				totals.fault("SIGSTOP holder > lease", 1)
+				// Another holder enters with a higher token: the victim's
+				// lease ran out in Redis while it was stopped.
+				next := r.await(30*time.Second, "takeover while paused", func(a Accepted) bool {
+					return a.Phase == "enter" && a.Token > enter.Token
+				}, at, 1)
+				// Keep it stopped a little longer, so that its write comes
+				// after the new holder's.
+				time.Sleep(100 * time.Millisecond)
+				resumed := Now()
+				r.signal(v, syscall.SIGCONT)
+				// Wait for its section to end on its own: a stop now would
+				// cut it short, sending its late write before it has seen
+				// the loss, while the next holder may enter.
+				eventually(t, 10*time.Second, v.id+"'s section to end", func() bool { return r.ended(enter.Holder, enter.Token) })
+				t.Logf("pause %d: %s (token %d) stopped; token %d entered %v after it had", i, v.id, enter.Token, next.Token, next.Issued.Sub(enter.Issued))
+				vs = append(vs, victim{enter.Holder, enter.Token, resumed})
+			}
+			rep, secs := r.check(waitSlack)
+			for _, v := range vs {
+				s := section(t, secs, v.id, v.token)
+				if s.Lost == 0 {
+					t.Errorf("%s token %d: lease not reported lost after the pause", v.id, v.token)
+					continue
+				}
+				late := s.Writes[len(s.Writes)-1]
+				if late.Phase != "exit" || late.Accepted {
+					t.Errorf("%s token %d: late write %+v not refused by the fence", v.id, v.token, late)
+				}
+				t.Logf("%s: lost %v after SIGCONT (%s); late write refused", v.id, s.Lost.Sub(v.resumed), s.LostErr)
+			}
+			if rep.Guarded < pauses {
+				t.Errorf("%d guarded overlaps, want at least one per pause (%d)", rep.Guarded, pauses)
+			}
 		})
-		from := r.writes()
-		enter := r.await(30*time.Second, "enter by "+v.id, enterOf(v.id), from, 1)
-		at := r.writes()
-		r.signal(v, syscall.SIGSTOP)
-		totals.fault("SIGSTOP holder > lease", 1)
-		// Another holder enters with a higher token: the victim's lease ran
-		// out in Redis while it was stopped.
-		next := r.await(30*time.Second, "takeover while paused", func(a Accepted) bool {
-			return a.Phase == "enter" && a.Token > enter.Token
-		}, at, 1)
-		// Keep it stopped a little longer, so that its write comes after
-		// the new holder's.
-		time.Sleep(100 * time.Millisecond)
-		resumed := Now()
-		r.signal(v, syscall.SIGCONT)
-		t.Logf("pause %d: %s (token %d) stopped; token %d entered %v after it had", i, v.id, enter.Token, next.Token, next.Issued.Sub(enter.Issued))
-		vs = append(vs, victim{enter.Holder, enter.Token, resumed})
-	}
-	rep, secs := r.check(waitSlack)
-	for _, v := range vs {
-		s := section(t, secs, v.id, v.token)
-		if s.Lost == 0 {
-			t.Errorf("%s token %d: lease not reported lost after the pause", v.id, v.token)
-			continue
-		}
-		late := s.Writes[len(s.Writes)-1]
-		if late.Phase != "exit" || late.Accepted {
-			t.Errorf("%s token %d: late write %+v not refused by the fence", v.id, v.token, late)
-		}
-		t.Logf("%s: lost %v after SIGCONT (%s); late write refused", v.id, s.Lost.Sub(v.resumed), s.LostErr)
-	}
-	if rep.Guarded < pauses {
-		t.Errorf("%d guarded overlaps, want at least one per pause (%d)", rep.Guarded, pauses)
 	}
 }
 

@@ -2,9 +2,10 @@ package chaos
 
 // Record is one line of a worker's output file: exactly one field is set.
 type Record struct {
-	Section *Section `json:"section,omitempty"`
-	Wait    *Wait    `json:"wait,omitempty"`
-	Summary *Summary `json:"summary,omitempty"`
+	Section  *Section  `json:"section,omitempty"`
+	Wait     *Wait     `json:"wait,omitempty"`
+	Observed *Observed `json:"observed,omitempty"`
+	Summary  *Summary  `json:"summary,omitempty"`
 }
 
 // Section is one acquisition and the critical section it guarded.
@@ -66,6 +67,20 @@ type Wait struct {
 	Returned Mono   `json:"returned"`
 	Acquired bool   `json:"acquired"`
 	Err      string `json:"err,omitempty"`
+}
+
+// Observed is one report an election's observer received from Observe.
+type Observed struct {
+	// Observer names the observing goroutine: PROCESS/oN. Each has its own
+	// Observe channel, whose reports must never go back a term.
+	Observer string `json:"observer"`
+	// At is read when the report was received.
+	At Mono `json:"at"`
+	// Token, Owner and Value are the report's (election.Leader): Owner
+	// empty when nobody leads, Token then the term that ended.
+	Token uint64 `json:"token"`
+	Owner string `json:"owner,omitempty"`
+	Value string `json:"value,omitempty"`
 }
 
 // Summary is a worker's last line, written once it has closed its Clients.

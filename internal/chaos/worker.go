@@ -11,12 +11,14 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
 	"go.uber.org/goleak"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/election"
 	"github.com/leasehold/leasehold/fairqueue"
 	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/lease"
@@ -39,6 +41,10 @@ const (
 	// KindSemaphore is one permit of semaphore.New: as many goroutines
 	// hold at once as the test sets permits, each with token 0.
 	KindSemaphore = "semaphore"
+	// KindElection is election.New's leadership: each goroutine campaigns
+	// with its holder name as the value, and its term is its fencing token,
+	// so the checker's rules say that two leaders never act in one term.
+	KindElection = "election"
 	// KindNone is no lock at all: Acquire returns at once with a fresh
 	// token; KindNoneUnfenced the same with token 1 every time (no fencing).
 	// Only the checker's own tests use them, to show that it catches what a
@@ -59,6 +65,10 @@ type WorkerConfig struct {
 	// Resource is the fenced resource's Redis server.
 	Resource   string `json:"resource"`
 	Goroutines int    `json:"goroutines"`
+	// Observers, for KindElection, is how many goroutines of the process
+	// Observe the election (each on its own channel), recording every
+	// report, until the worker stops.
+	Observers int `json:"observers,omitempty"`
 	// Watchdog is the Clients' watchdog lease.
 	Watchdog time.Duration `json:"watchdog"`
 	// Hold is the longest a goroutine stays in its critical section (a
@@ -87,9 +97,13 @@ type WorkerConfig struct {
 
 // RunWorker runs a worker until its standard input is closed (or Max
 // passes): each goroutine loops acquire, write "enter" to the resource, hold,
-// write "exit", release, and records every acquisition and every wait. It
-// returns once its Clients are closed and its last record written.
+// write "exit", release, and records every acquisition and every wait; each
+// observer records every report of Observe. It returns once its Clients are
+// closed and its last record written.
 func RunWorker(cfg WorkerConfig) error {
+	if cfg.Observers > 0 && cfg.Kind != KindElection {
+		return fmt.Errorf("observers of a %s: only an election has them", cfg.Kind)
+	}
 	// Whatever runs now is not ours to stop; whatever we start must end.
 	before := goleak.IgnoreCurrent()
 	out, err := os.OpenFile(cfg.Out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -108,8 +122,11 @@ func RunWorker(cfg WorkerConfig) error {
 	}
 
 	stop := make(chan struct{})
+	// Ends the observers' Observe with stop.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var once sync.Once
-	halt := func() { once.Do(func() { close(stop) }) }
+	halt := func() { once.Do(func() { close(stop); cancel() }) }
 	go watchStdin(halt)
 	limit := time.AfterFunc(cfg.Max, halt)
 	defer limit.Stop()
@@ -139,9 +156,18 @@ func RunWorker(cfg WorkerConfig) error {
 	var wg sync.WaitGroup
 	for g := 0; g < cfg.Goroutines; g++ {
 		wg.Go(func() {
-			w := &goroutine{cfg: cfg, holder: cfg.Process + "/g" + strconv.Itoa(g), locker: cfg.locker(cs, res),
+			holder := cfg.Process + "/g" + strconv.Itoa(g)
+			w := &goroutine{cfg: cfg, holder: holder, locker: cfg.locker(cs, res, holder),
 				resource: resource, emit: emit, stop: stop}
 			w.loop()
+		})
+	}
+	var early atomic.Int32 // observers whose channel closed before the worker stopped
+	for o := 0; o < cfg.Observers; o++ {
+		wg.Go(func() {
+			if !observe(ctx, election.New(cs[0], cfg.Name), cfg.Process+"/o"+strconv.Itoa(o), emit) {
+				early.Add(1)
+			}
 		})
 	}
 	wg.Wait()
@@ -166,7 +192,20 @@ func RunWorker(cfg WorkerConfig) error {
 		break
 	}
 	emit(Record{Summary: sum})
+	if n := early.Load(); n > 0 {
+		return fmt.Errorf("%d Observe channels closed before the worker stopped", n)
+	}
 	return nil
+}
+
+// observe records every report Observe sends on its channel until ctx ends.
+// It reports false if the channel closed while ctx had not ended: Observe
+// gave up, which it must not while the Client is open.
+func observe(ctx context.Context, e *election.Election, name string, emit func(Record)) bool {
+	for l := range e.Observe(ctx) {
+		emit(Record{Observed: &Observed{Observer: name, At: Now(), Token: l.Token, Owner: l.Owner, Value: l.Value}})
+	}
+	return ctx.Err() != nil
 }
 
 // watchStdin calls halt when standard input ends: the test closed its end of
@@ -214,9 +253,30 @@ func (cfg WorkerConfig) clientOptions() []rueidis.ClientOption {
 	return opts
 }
 
-// locker makes the goroutine's lock.
-func (cfg WorkerConfig) locker(cs []*leasehold.Client, res rueidis.Client) lease.Locker {
+// acquirer is what a worker goroutine takes: a lock (a lease.Locker) or
+// the leadership of an election.
+type acquirer interface {
+	Acquire(ctx context.Context) (*lease.Lease, error)
+}
+
+// campaign is an election's leadership as a worker goroutine takes it,
+// campaigning with value.
+type campaign struct {
+	e     *election.Election
+	value string
+}
+
+func (c campaign) Acquire(ctx context.Context) (*lease.Lease, error) {
+	return c.e.Campaign(ctx, c.value)
+}
+
+// locker makes the lock of the goroutine holder.
+func (cfg WorkerConfig) locker(cs []*leasehold.Client, res rueidis.Client, holder string) acquirer {
 	switch cfg.Kind {
+	case KindElection:
+		// An Election per goroutine: each is a candidate of its own,
+		// publishing its name.
+		return campaign{e: election.New(cs[0], cfg.Name), value: holder}
 	case KindFair:
 		return fairqueue.New(cs[0], cfg.Name)
 	case KindRW:
@@ -239,7 +299,7 @@ func (cfg WorkerConfig) locker(cs []*leasehold.Client, res rueidis.Client) lease
 type goroutine struct {
 	cfg      WorkerConfig
 	holder   string
-	locker   lease.Locker
+	locker   acquirer
 	resource *Resource
 	emit     func(Record)
 	stop     <-chan struct{}
@@ -305,9 +365,11 @@ func (w *goroutine) section(ls *lease.Lease) {
 	w.write(s, lctx, "enter", false)
 	hold := w.cfg.Hold/2 + rand.N(w.cfg.Hold/2+1)
 	t := time.NewTimer(hold)
+	var knew Mono // when this goroutine saw the context end, if it did here
 	select {
 	case <-t.C:
 	case <-lctx.Done():
+		knew = Now()
 	case <-w.stop: // told to finish: cut the section short
 	}
 	t.Stop()
@@ -326,6 +388,13 @@ func (w *goroutine) section(ls *lease.Lease) {
 		s.Deadline = Now().Add(time.Until(d))
 	}
 	if cause := context.Cause(lctx); errors.Is(cause, lease.ErrLost) || errors.Is(cause, lease.ErrClosed) {
+		// The AfterFunc's goroutine may read the clock after this one
+		// has seen the loss and made its late write: a loss recorded
+		// after that write would stretch the section over a successor's
+		// entry, an overlap the holder never acted in.
+		if knew != 0 && knew < lost {
+			lost = knew
+		}
 		s.Lost, s.LostErr = lost, cause.Error()
 	}
 	w.emit(Record{Section: s})
