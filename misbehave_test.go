@@ -74,11 +74,7 @@ func numsub(t *testing.T, srv *redistest.Server, channel string) int64 {
 // subscription until Redis answers again, then drops it.
 func TestBusyScriptWaiterLeaves(t *testing.T) {
 	srv := redistest.Start(t, "--lua-time-limit", "100")
-	c, err := leasehold.Open(srv.Option())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := locktest.Open(t, srv)
 	ctx := context.Background()
 	held, err := rlock.New(c, "busy-leave").Acquire(ctx)
 	if err != nil {
@@ -124,11 +120,7 @@ func TestBusyScriptWaiterLeaves(t *testing.T) {
 // deadline is far away).
 func TestBusyScriptIsAPause(t *testing.T) {
 	srv := redistest.Start(t, "--lua-time-limit", "100")
-	c, err := leasehold.Open(srv.Option())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := locktest.Open(t, srv)
 	ctx := context.Background()
 	other, err := rlock.New(c, "busy-other").Acquire(ctx)
 	if err != nil {
