@@ -2,7 +2,7 @@
 # Runs the peer benchmarks (bench/bench_test.go, a module of its own so that
 # leasehold's users never download the peers) COUNT times, benchstat-friendly,
 # and the redis-benchmark baseline for the same lock scripts; with SCALE=1,
-# the scaling runs too, drawn into docs/bench/*.png. Writes README's tables,
+# the scaling runs too, drawn into docs/bench/*.png. Writes docs/benchmarks.md's tables,
 # medians, into bench/summary.md. From a fresh clone it installs
 # redis-server (.ci/redis) and the chart tool's modules (go run).
 #
@@ -22,8 +22,8 @@
 #                              RoundTrip (one PING by each transport)
 #   bench/redis-benchmark.txt  the baseline, one benchmark-format line per run
 #   bench/scale.txt            the Scale benchmarks over their full ranges
-#   bench/summary.md           README's tables and issue 15's targets
-#   docs/bench/*.png           the curves README shows
+#   bench/summary.md           docs/benchmarks.md's tables and its targets
+#   docs/bench/*.png           the curves docs/benchmarks.md shows
 set -euo pipefail
 cd "$(dirname "$0")"
 export PATH="$PATH:/usr/local/go/bin"
@@ -87,6 +87,6 @@ if [ "$SCALE" = 1 ]; then
   (cd tools/benchchart && go run . -o ../../docs/bench ../../bench/scale.txt)
 fi
 
-# 4. README's tables, medians of the runs above.
+# 4. docs/benchmarks.md's tables, medians of the runs above.
 (cd tools/benchchart && go run . -md ../../bench/summary.md ../../bench/latest.txt ../../bench/redis-benchmark.txt)
 cat bench/summary.md

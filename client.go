@@ -40,7 +40,9 @@ func init() {
 // opt.OnInvalidations, so invalidations of lock keys (on release and on
 // expiry) wake waiters over the same connection. Unless opt sets
 // PipelineMultiplex, Open uses one connection per Redis node rather than
-// rueidis' default of one per pair of cores. Close closes the rueidis client.
+// rueidis' default of one per pair of cores. Unless opt sets ClientName, the
+// connections are named NAME/ID (see WithClientName). Close closes the
+// rueidis client.
 func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 	o, err := resolve(opts)
 	if err != nil {
@@ -57,6 +59,11 @@ func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 		if user != nil {
 			user(keys)
 		}
+	}
+	if opt.ClientName == "" {
+		// Named before the Client exists: it takes the id given here.
+		o.id = core.NewID()
+		opt.ClientName = o.name + "/" + o.id
 	}
 	if opt.PipelineMultiplex == 0 {
 		opt.PipelineMultiplex = -1 // rueidis reads a negative value as 2^0 = 1 connection
@@ -93,7 +100,8 @@ func newClient(rc rueidis.Client, owned, tracking bool, o options) (*Client, err
 	return c, nil
 }
 
-// New wraps a rueidis client the caller already has; Close leaves it open.
+// New wraps a rueidis client the caller already has; Close leaves it open,
+// and its connections keep their names (WithClientName does nothing here).
 // rueidis takes the invalidation hook only at creation, so with New the
 // expiry of a lock is noticed by waiters' TTL timers rather than by
 // invalidations; releases still wake them through unlock messages.

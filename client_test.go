@@ -3,7 +3,10 @@ package leasehold_test
 import (
 	"context"
 	"errors"
+	"os"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -174,4 +177,97 @@ func itoa(n int) string {
 		b = append([]byte{byte('0' + n%10)}, b...)
 	}
 	return string(b)
+}
+
+// connNames are the names of srv's client connections, from CLIENT LIST.
+func connNames(t *testing.T, srv *redistest.Server) []string {
+	t.Helper()
+	list, err := srv.Do("CLIENT", "LIST").ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range regexp.MustCompile(`(?m) name=(\S*) `).FindAllStringSubmatch(list, -1) {
+		names = append(names, m[1])
+	}
+	return names
+}
+
+// Open names its connections NAME/ID (CLIENT SETNAME), so that an operator
+// can tell which process holds a lock; the name survives a reconnection.
+// A name the caller set in rueidis' options, or a client given to New,
+// keeps its own.
+func TestClientName(t *testing.T) {
+	srv := redistest.Start(t)
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	named := func(opt rueidis.ClientOption, opts ...leasehold.Option) *leasehold.Client {
+		t.Helper()
+		c, err := leasehold.Open(opt, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := rlock.New(c, "named").TryAcquire(ctx); err != nil && !errors.Is(err, lease.ErrNotAcquired) {
+			t.Fatal(err)
+		}
+		return c
+	}
+	billing := named(srv.Option(), leasehold.WithClientName("billing-7"))
+	plain := named(srv.Option())
+	userOpt := srv.Option()
+	userOpt.ClientName = "mine"
+	named(userOpt, leasehold.WithClientName("ignored"))
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, ClientName: "theirs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	wrapped, err := leasehold.New(rc, leasehold.WithClientName("ignored-too"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wrapped.Close()
+
+	names := connNames(t, srv)
+	for _, want := range []string{
+		"billing-7/" + billing.ID(),
+		host + ":" + strconv.Itoa(os.Getpid()) + "/" + plain.ID(),
+		"mine",
+		"theirs",
+	} {
+		if !slices.Contains(names, want) {
+			t.Errorf("no connection named %q in %q", want, names)
+		}
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, "ignored") {
+			t.Errorf("a connection named %q: WithClientName must not rename a name set already", n)
+		}
+	}
+
+	// Cut billing's connection: rueidis reconnects under the same name.
+	if err := srv.Do("CLIENT", "KILL", "USER", "default", "SKIPME", "yes").Error(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.Contains(connNames(t, srv), "billing-7/"+billing.ID()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after a reconnection, no connection named billing-7/ID in %q", connNames(t, srv))
+		}
+		// The first command after the cut may fail (EOF); one after it
+		// reconnects.
+		_, _ = rlock.New(billing, "named-again").TryAcquire(ctx)
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	for _, bad := range []string{"", "two words", "tab\there", "naïve", "new\nline"} {
+		if _, err := leasehold.Open(srv.Option(), leasehold.WithClientName(bad)); !errors.Is(err, lease.ErrInvalid) {
+			t.Errorf("WithClientName(%q): %v, want ErrInvalid", bad, err)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -65,6 +66,31 @@ func ExampleNew() {
 	defer l.Release(ctx)
 	fmt.Println("holding", l.Name())
 	// Output: holding invoices
+}
+
+// WithClientName names the Client's connections NAME/ID, ID being the
+// Client's ID, so that CLIENT LIST (and the leasehold command's inspect)
+// tells which process holds a lock.
+func ExampleWithClientName() {
+	c, err := leasehold.Open(rueidis.ClientOption{InitAddress: []string{redisAddr}},
+		leasehold.WithClientName("billing-7"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	ctx := context.Background()
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redisAddr}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rc.Close()
+	list, err := rc.Do(ctx, rc.B().ClientList().Build()).ToString()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(strings.Contains(list, " name=billing-7/"+c.ID()+" "))
+	// Output: true
 }
 
 // Close gives up what the Client still holds: its leases are lost with

@@ -2,6 +2,9 @@ package leasehold
 
 import (
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/core"
@@ -22,6 +25,8 @@ type options struct {
 	observer       lease.Observer
 	replicas       int
 	replicaTimeout time.Duration
+	name           string // WithClientName's, or defaultName
+	id             string // the Client's id when Open named its connections after it
 	err            error
 }
 
@@ -90,11 +95,12 @@ func WithReplicas(n int, timeout time.Duration) Option {
 
 // core is the Client's settings as the lock packages read them.
 func (o options) core() core.Options {
-	return core.Options{Sharded: o.sharded, Watchdog: o.watchdog, Observer: o.observer, Replicas: o.replicas, ReplicaTimeout: o.replicaTimeout}
+	return core.Options{Sharded: o.sharded, Watchdog: o.watchdog, Observer: o.observer, Replicas: o.replicas,
+		ReplicaTimeout: o.replicaTimeout, ID: o.id}
 }
 
 func resolve(opts []Option) (options, error) {
-	o := options{watchdog: DefaultWatchdog}
+	o := options{watchdog: DefaultWatchdog, name: defaultName()}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)
@@ -112,6 +118,41 @@ func resolve(opts []Option) (options, error) {
 // (shardedSubscriptionMode AUTO) there.
 func WithClassicPubSub() Option {
 	return optionFunc(func(o *options) { o.classic = true })
+}
+
+// WithClientName names the Client's connections to Redis NAME/ID, ID being
+// the Client's ID (the start of every owner field its locks write), so that
+// CLIENT LIST shows which process holds what: `leasehold inspect` shows each
+// holder's connection name and address from it. Open sets the name (CLIENT
+// SETNAME, on every connection it makes) unless opt.ClientName is set, which
+// it leaves as it is; New leaves the caller's client as it is. name must be
+// printable ASCII without spaces, as Redis requires. Default: HOST:PID.
+func WithClientName(name string) Option {
+	return optionFunc(func(o *options) {
+		if name == "" || strings.IndexFunc(name, badNameRune) >= 0 {
+			o.err = fmt.Errorf("%w: client name %q: Redis takes printable ASCII without spaces", lease.ErrInvalid, name)
+			return
+		}
+		o.name = name
+	})
+}
+
+// badNameRune reports whether Redis refuses r in a connection name.
+func badNameRune(r rune) bool { return r < '!' || r > '~' }
+
+// defaultName is HOST:PID, with what Redis refuses in a name replaced by _.
+func defaultName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	host = strings.Map(func(r rune) rune {
+		if badNameRune(r) {
+			return '_'
+		}
+		return r
+	}, host)
+	return host + ":" + strconv.Itoa(os.Getpid())
 }
 
 // A LockOption configures one lock; every lock constructor takes them.

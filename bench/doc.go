@@ -10,4 +10,7 @@
 // module's too. Internal packages make no promise from one version to the
 // next, which is why this module is never released and is built against the
 // checkout it sits in (the replace in its go.mod).
+//
+// Example_goRedis lives here for the same reason: it shows a go-redis service
+// taking leasehold's locks, and only this module may require go-redis.
 package bench

@@ -18,7 +18,7 @@
 // deadline to keep its place, in milliseconds on the Redis server's clock.
 // Every acquisition draws its fencing token from redisson_lock_token:{NAME},
 // as rlock does: max(counter + 1, the server's clock in µs), so tokens rise
-// even after the counter is gone (see the README's "Fencing tokens").
+// even after the counter is gone (see "Fencing tokens" in docs/safety.md).
 //
 // # Fairness
 //

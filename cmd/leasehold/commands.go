@@ -19,24 +19,29 @@ import (
 
 // env is what a command works with.
 type env struct {
-	rc     rueidis.Client
-	stdin  io.Reader
-	stdout io.Writer
+	rc      rueidis.Client
+	clients *clients
+	stdin   io.Reader
+	stdout  io.Writer
 }
 
 // command is one subcommand: setup registers its flags and returns the
-// function that runs it on its one argument.
+// function that runs it on its one argument. asJSON is -json (or -o json),
+// which may come before the command too; only commands with json take it.
 type command struct {
 	arg, help string
-	setup     func(fs *flag.FlagSet) func(ctx context.Context, e env, arg string) error
+	def       string // the argument when none is given; "" when one is required
+	json      bool   // the command takes -json
+	setup     func(fs *flag.FlagSet, asJSON *bool) func(ctx context.Context, e env, arg string) error
 }
 
 var commands = map[string]command{
 	"inspect": {
 		arg:  "NAME",
-		help: "Show the lock NAME: kind, holders and hold counts, TTL, fencing token,\nthe fair queue's waiters with their deadlines, the read holds.\nWith -json, one JSON object.",
-		setup: func(fs *flag.FlagSet) func(context.Context, env, string) error {
-			asJSON := jsonFlag(fs)
+		json: true,
+		help: "Show the lock NAME: kind, holders and hold counts with each holder's\nconnection (name and address), TTL, fencing token, the fair queue's\nwaiters with their deadlines, the read holds; or the semaphore NAME.\nWith -json, one JSON object.",
+		setup: func(fs *flag.FlagSet, asJSON *bool) func(context.Context, env, string) error {
+			jsonFlag(fs, asJSON)
 			return func(ctx context.Context, e env, name string) error {
 				return inspect(ctx, e, name, *asJSON)
 			}
@@ -44,10 +49,11 @@ var commands = map[string]command{
 	},
 	"watch": {
 		arg:  "NAME",
+		json: true,
 		help: "Show the lock NAME and redraw it as it changes, until interrupted.\nOn a terminal the screen is redrawn on every look; otherwise a new\nsnapshot is printed whenever the state (not just its TTLs) changes.\nWith -json, a JSON object (one line) for the first state and each change.",
-		setup: func(fs *flag.FlagSet) func(context.Context, env, string) error {
+		setup: func(fs *flag.FlagSet, asJSON *bool) func(context.Context, env, string) error {
 			every := fs.Duration("interval", 500*time.Millisecond, "how often to look")
-			asJSON := jsonFlag(fs)
+			jsonFlag(fs, asJSON)
 			return func(ctx context.Context, e env, name string) error {
 				if *every <= 0 {
 					return usagef("-interval %v is not positive", *every)
@@ -58,8 +64,8 @@ var commands = map[string]command{
 	},
 	"release": {
 		arg:  "NAME",
-		help: "Force-release the lock NAME whoever holds it, and wake its waiters.\nThe holders find out at their next renewal. Asks for confirmation\nunless --yes is given.",
-		setup: func(fs *flag.FlagSet) func(context.Context, env, string) error {
+		help: "Force-release the lock NAME whoever holds it, and wake its waiters.\nThe holders find out at their next renewal. Asks for confirmation\nunless --yes is given; exits 1, releasing nothing, unless the answer\nis y (no terminal to ask: give --yes).",
+		setup: func(fs *flag.FlagSet, _ *bool) func(context.Context, env, string) error {
 			yes := fs.Bool("yes", false, "do not ask for confirmation")
 			fs.BoolVar(yes, "y", false, "short for -yes")
 			return func(ctx context.Context, e env, name string) error {
@@ -68,11 +74,13 @@ var commands = map[string]command{
 		},
 	},
 	"list": {
-		arg:  "PATTERN",
-		help: "List the locks whose names match PATTERN, a Redis glob such as 'orders:*'.\nKeys are found with SCAN, a batch at a time, never with KEYS.\nWith -json, one JSON object per lock, one a line (none if none match).",
-		setup: func(fs *flag.FlagSet) func(context.Context, env, string) error {
+		arg:  "[PATTERN]",
+		def:  "*",
+		json: true,
+		help: "List the locks whose names match PATTERN, a Redis glob such as 'orders:*'\n(default *: every lock). Keys are found with SCAN, a batch at a time,\nnever with KEYS. With -json, one JSON object per lock, one a line (none\nif none match).",
+		setup: func(fs *flag.FlagSet, asJSON *bool) func(context.Context, env, string) error {
 			count := fs.Int64("count", 1000, "keys SCAN looks at per call (its COUNT)")
-			asJSON := jsonFlag(fs)
+			jsonFlag(fs, asJSON)
 			return func(ctx context.Context, e env, pattern string) error {
 				if *count <= 0 {
 					return usagef("-count %d is not positive", *count)
@@ -88,6 +96,7 @@ func inspect(ctx context.Context, e env, name string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
+	e.clients.annotate(ctx, s)
 	if asJSON {
 		return renderJSON(e.stdout, s)
 	}
@@ -112,6 +121,7 @@ func watch(ctx context.Context, e env, name string, interval time.Duration, asJS
 		if err != nil {
 			return err
 		}
+		e.clients.annotate(ctx, s)
 		var shape bytes.Buffer
 		_ = render(&shape, s, false)
 		if tty || shape.String() != last {
@@ -167,6 +177,7 @@ func release(ctx context.Context, e env, name string, yes bool) error {
 		return nil
 	}
 	if !yes {
+		e.clients.annotate(ctx, s)
 		if err := render(e.stdout, s, true); err != nil {
 			return err
 		}
@@ -180,8 +191,8 @@ func release(ctx context.Context, e env, name string, yes bool) error {
 			fmt.Fprintln(e.stdout) // a terminal echoed the user's Enter; a pipe does not
 		}
 		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-			fmt.Fprintln(e.stdout, "left as it is")
-			return nil
+			// Non-zero, so that a script that meant to release notices.
+			return fmt.Errorf("%s left as it is: not confirmed (answer y, or give --yes)", name)
 		}
 	}
 	deleted, err := forceRelease(ctx, e.rc, s)
@@ -259,6 +270,7 @@ func list(ctx context.Context, e env, pattern string, count int64, asJSON bool) 
 			}
 		}
 	}
+	e.clients.annotate(ctx, locks...)
 	if asJSON {
 		// JSON lines: no locks is no line, which a program reads as such.
 		for _, s := range locks {

@@ -12,8 +12,6 @@ import (
 	"github.com/redis/rueidis"
 )
 
-var errHelp = flag.ErrHelp
-
 // connFlags are the flags that say how to reach Redis. Every flag set of the
 // command registers them, so they may come before or after the command.
 type connFlags struct {
@@ -36,10 +34,12 @@ func newConnFlags() *connFlags {
 
 // newFlagSet returns a flag set with the connection flags registered. Each
 // flag's default is its current value, so the command's flag set keeps what
-// the flags before the command set.
-func newFlagSet(name string, out io.Writer, c *connFlags) *flag.FlagSet {
+// the flags before the command set. It prints nothing: run reports its
+// errors once, and help prints its flags.
+func newFlagSet(name string, c *connFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(out)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.StringVar(&c.addr, "addr", c.addr, "Redis `host:port`, comma-separated for a cluster ($REDIS_ADDR)")
 	fs.StringVar(&c.user, "user", c.user, "ACL user `name`")
 	fs.Var(secret{&c.password}, "password", "`password` ($REDIS_PASSWORD)")

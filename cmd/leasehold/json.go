@@ -21,10 +21,13 @@ type lockJSON struct {
 	// Mode is read or write for a read-write lock, null otherwise.
 	Mode *string `json:"mode"`
 	// TTLms is the lock's remaining TTL in milliseconds: null when it is not
-	// held, -1 when it never expires.
+	// held, -1 when it never expires. A semaphore's is its soonest permit's.
 	TTLms *int64 `json:"ttl_ms"`
 	// Token is the last fencing token drawn, 0 if none yet.
-	Token   uint64       `json:"token"`
+	Token uint64 `json:"token"`
+	// Holders are the owners holding the lock; a semaphore's are the leases
+	// holding permits, each named by the first 28 hex digits its permits'
+	// ids share, with its count of permits.
 	Holders []holderJSON `json:"holders"`
 	// Waiters are the fair lock's queue, oldest first.
 	Waiters []waiterJSON `json:"waiters"`
@@ -59,7 +62,17 @@ type permitJSON struct {
 	// TTLms is how long until its lease runs out, in milliseconds (0 or
 	// less once it has: the next attempt gives it back); -1 when it never
 	// expires (taken by Redisson without a lease time).
-	TTLms int64 `json:"ttl_ms"`
+	TTLms  int64       `json:"ttl_ms"`
+	Client *clientJSON `json:"client"`
+}
+
+// clientJSON is the connection of a holder's Client, from CLIENT LIST; null
+// when none is known (a Client made by New, Redisson, CLIENT LIST refused).
+type clientJSON struct {
+	// Name is the Client's name (leasehold.WithClientName), Addr the address
+	// of its connection as the server sees it.
+	Name string `json:"name"`
+	Addr string `json:"addr"`
 }
 
 type holderJSON struct {
@@ -70,7 +83,8 @@ type holderJSON struct {
 	// ReadsTTLms are the remaining TTLs of a read-write lock's read holds of
 	// the owner, one per hold, in milliseconds (0: that hold's key is gone,
 	// -1: it never expires); null for other holds.
-	ReadsTTLms []int64 `json:"reads_ttl_ms"`
+	ReadsTTLms []int64     `json:"reads_ttl_ms"`
+	Client     *clientJSON `json:"client"`
 }
 
 type waiterJSON struct {
@@ -78,7 +92,8 @@ type waiterJSON struct {
 	// TTLms is how long the waiter keeps its place (a writer its
 	// announcement) without asking again, in milliseconds; 0 or less once
 	// that has passed, null when the waiter has no deadline.
-	TTLms *int64 `json:"ttl_ms"`
+	TTLms  *int64      `json:"ttl_ms"`
+	Client *clientJSON `json:"client"`
 }
 
 // kindJSON is a kind as -json names it: one word.
@@ -104,7 +119,7 @@ func toJSON(s *lockState) lockJSON {
 	if s.kind == kindRW {
 		j.Mode = &s.mode
 	}
-	if s.held() && s.sem == nil { // a semaphore's permits carry their own
+	if s.held() && s.sem == nil {
 		ttl := int64(-1)
 		if s.ttl >= 0 {
 			ttl = s.ttl.Milliseconds()
@@ -112,7 +127,7 @@ func toJSON(s *lockState) lockJSON {
 		j.TTLms = &ttl
 	}
 	for _, h := range s.holders {
-		hj := holderJSON{Owner: h.owner, Count: h.count, Write: h.write}
+		hj := holderJSON{Owner: h.owner, Count: h.count, Write: h.write, Client: clientToJSON(h.client)}
 		if s.kind == kindRW && !h.write {
 			hj.ReadsTTLms = make([]int64, len(h.reads))
 			for i, d := range h.reads {
@@ -134,12 +149,18 @@ func toJSON(s *lockState) lockJSON {
 			total, available := sem.total(), sem.available
 			sj.Total, sj.Available = &total, &available
 		}
-		for _, p := range sem.permits {
+		for i, p := range sem.permits {
 			ttl := p.left.Milliseconds()
 			if p.never {
 				ttl = -1
 			}
-			sj.Permits = append(sj.Permits, permitJSON{ID: p.id, TTLms: ttl})
+			sj.Permits = append(sj.Permits, permitJSON{ID: p.id, TTLms: ttl, Client: clientToJSON(p.client)})
+			if i == 0 { // the soonest expiry, as list's TTL
+				j.TTLms = &ttl
+			}
+		}
+		for _, l := range sem.leases() {
+			j.Holders = append(j.Holders, holderJSON{Owner: l.id, Count: l.permits, Client: clientToJSON(l.client)})
 		}
 		for _, c := range sem.claims {
 			sj.Claims = append(sj.Claims, waiterToJSON(c))
@@ -149,8 +170,15 @@ func toJSON(s *lockState) lockJSON {
 	return j
 }
 
+func clientToJSON(c *conn) *clientJSON {
+	if c == nil {
+		return nil
+	}
+	return &clientJSON{Name: c.name, Addr: c.addr}
+}
+
 func waiterToJSON(w waiter) waiterJSON {
-	wj := waiterJSON{Owner: w.owner}
+	wj := waiterJSON{Owner: w.owner, Client: clientToJSON(w.client)}
 	if w.known {
 		left := w.left.Milliseconds()
 		wj.TTLms = &left
@@ -174,9 +202,10 @@ func renderJSON(w io.Writer, s *lockState) error {
 }
 
 // jsonFlag registers -json, and -o FORMAT for those who type kubectl's
-// form, on fs. It reports whether JSON was asked for.
-func jsonFlag(fs *flag.FlagSet) *bool {
-	asJSON := fs.Bool("json", false, "print JSON: one object per lock, one a line")
+// form, on fs, setting *asJSON. Its default is *asJSON, so that a -json
+// before the command carries over to the command's flags.
+func jsonFlag(fs *flag.FlagSet, asJSON *bool) {
+	fs.BoolVar(asJSON, "json", *asJSON, "print JSON: one object per lock, one a line")
 	fs.Func("o", "output `format`: text (default) or json, as -json", func(v string) error {
 		switch v {
 		case "json":
@@ -188,5 +217,4 @@ func jsonFlag(fs *flag.FlagSet) *bool {
 		}
 		return nil
 	})
-	return asJSON
 }

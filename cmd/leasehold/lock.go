@@ -60,6 +60,9 @@ type holder struct {
 	// reads are the remaining TTLs of a read-write lock's read holds of
 	// owner, one per hold; a hold whose key is gone shows as 0.
 	reads []time.Duration
+	// client is the connection of the owner's Client (see clients), nil
+	// when none is known.
+	client *conn
 }
 
 // waiter is a fair-lock waiter, or a waiting writer of a read-write lock.
@@ -71,6 +74,9 @@ type waiter struct {
 	// known is false for a queued owner with no deadline: the next attempt
 	// of any waiter removes it.
 	known bool
+	// client is the connection of the owner's Client (see clients), nil
+	// when none is known.
+	client *conn
 }
 
 // lockState is one snapshot of a lock.
@@ -101,23 +107,41 @@ type semState struct {
 
 // permit is one permit held.
 type permit struct {
-	id    string        // hex, as Java's API names it
-	left  time.Duration // until its lease runs out; 0 or less once it has
-	never bool          // taken by Redisson without a lease: never expires
+	id     string        // hex, as Java's API names it
+	left   time.Duration // until its lease runs out; 0 or less once it has
+	never  bool          // taken by Redisson without a lease: never expires
+	client *conn         // the connection of the Client that took it, nil when none is known
 }
 
 // total is the semaphore's permits, available and held.
 func (s *semState) total() int64 { return s.available + int64(len(s.permits)) }
 
-// holders is how many leases hold permits: leasehold's permits of one lease
-// share their first 14 bytes (script.PermitPrefix); Redisson's ids are
-// random, each its own.
-func (s *semState) holders() int {
-	leases := map[string]bool{}
+// holders is how many leases hold permits.
+func (s *semState) holders() int { return len(s.leases()) }
+
+// semLease is one lease's permits.
+type semLease struct {
+	id      string // the first 28 hex digits its permits' ids share
+	permits int64
+	client  *conn
+}
+
+// leases are the leases holding permits, in the order of their soonest
+// permit: leasehold's permits of one lease share their first 14 bytes
+// (script.PermitPrefix); Redisson's ids are random, each its own.
+func (s *semState) leases() []semLease {
+	var out []semLease
+	at := map[string]int{}
 	for _, p := range s.permits {
-		leases[p.id[:min(len(p.id), 28)]] = true
+		id := p.id[:min(len(p.id), 28)]
+		i, ok := at[id]
+		if !ok {
+			i, at[id] = len(out), len(out)
+			out = append(out, semLease{id: id, client: p.client})
+		}
+		out[i].permits++
 	}
-	return len(leases)
+	return out
 }
 
 // held reports whether anyone holds the lock, or a permit of the semaphore.

@@ -8,36 +8,32 @@
 // The commands:
 //
 //	inspect NAME    the lock NAME: its kind (rlock, fair, rw), holders and
-//	                hold counts, TTL, fencing token, the fair queue's waiters
-//	                with how long each keeps its place, the read holds; or
-//	                the semaphore NAME: total, available, each permit held
-//	                with its expiry, the waiters for several permits
+//	                hold counts with each holder's connection, TTL, fencing
+//	                token, the fair queue's waiters with how long each keeps
+//	                its place, the read holds; or the semaphore NAME: total,
+//	                available, each permit held with its expiry and its
+//	                holder's connection, the waiters for several permits
 //	watch NAME      inspect NAME, redrawn as it changes, until interrupted;
 //	                -interval sets how often it looks (default 500ms)
 //	release NAME    force-release NAME whoever holds it, waking its waiters;
-//	                asks first unless --yes is given
-//	list PATTERN    the locks whose names match PATTERN (a Redis glob), found
-//	                with SCAN, never KEYS, so a large keyspace is not blocked
+//	                asks first unless --yes is given, and exits 1 having
+//	                released nothing unless the answer is y
+//	list [PATTERN]  the locks whose names match PATTERN (a Redis glob,
+//	                default *), found with SCAN, never KEYS
 //	version         the version of leasehold the command was built from, as
 //	                -version does: vX.Y.Z when installed with go install
 //	                ...@vX.Y.Z, (devel) when built in the repository
+//	help [COMMAND]  the usage, or a command's flags, as -h does
 //
-// inspect, list and watch take -json (or -o json) to print JSON for
-// programs: one object per lock, on one line, with the same fields for all
-// three (inspect prints one, list one per lock, watch one per change):
+// A holder's connection is found in CLIENT LIST: a Client made by
+// leasehold.Open names its connections NAME/ID, ID being the Client's ID, with
+// which every owner field it writes starts (see leasehold.WithClientName).
+// Holders whose Client is not connected so named show none.
 //
-//	{"name":"jobs","kind":"fair","redis_type":"hash","mode":null,"ttl_ms":28989,
-//	 "token":1795432339430876,"holders":[{"owner":"4eb5…:2","count":1,"write":false,
-//	 "reads_ttl_ms":null}],"waiters":[{"owner":"fc42…:1","ttl_ms":3990}],
-//	 "waiting_writers":[],"time":"2026-11-23T10:15:02.123Z"}
-//
-// kind is free, rlock, fair, rw, semaphore or not_a_lock; ttl_ms is null
-// when the lock is not held (or is a semaphore) and -1 when it never
-// expires; reads_ttl_ms lists a read-write lock's read holds of an owner; a
-// waiter's ttl_ms is how long it keeps its place (null: no deadline);
-// semaphore is a semaphore's {"total", "available", "holders", "permits":
-// [{"id", "ttl_ms"}], "claims"}. Fields are never left out: null means "does
-// not apply".
+// inspect, list and watch take -json (or -o json), before or after the
+// command, to print JSON for programs: one object per lock, on one line,
+// with the same fields for all three (inspect prints one, list one per lock,
+// watch one per change). docs/operator.md describes the fields.
 //
 // The connection flags, accepted before or after the command:
 //
@@ -64,20 +60,23 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "leasehold:", err)
 		if errors.As(err, new(usageError)) {
+			fmt.Fprintln(os.Stderr, "Run 'leasehold help' for usage.")
 			os.Exit(2)
 		}
 		os.Exit(1)
@@ -94,73 +93,107 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 const usage = `usage: leasehold [connection flags] COMMAND [flags] ARG
 
 commands:
-  inspect NAME    show the lock NAME: kind, holders, TTL, token, waiters, read holds
-  watch NAME      show the lock NAME, redrawn as it changes, until interrupted
-  release NAME    force-release the lock NAME (asks first unless --yes)
-  list PATTERN    list the locks whose names match PATTERN (SCAN, never KEYS)
-  version         print the version of leasehold (also -version)
+  inspect NAME      show the lock NAME: kind, holders and their connections,
+                    TTL, token, waiters, read holds
+  watch NAME        show the lock NAME, redrawn as it changes, until interrupted
+  release NAME      force-release the lock NAME (asks first unless --yes)
+  list [PATTERN]    list the locks matching PATTERN, default * (SCAN, never KEYS)
+  version           print the version of leasehold (also -version)
+  help [COMMAND]    print this, or the flags of COMMAND (also -h)
 
-inspect, list and watch print JSON with -json (or -o json), one object per line.
-Run 'leasehold COMMAND -h' for the flags of a command.
+inspect, list and watch print JSON with -json (or -o json), one object per
+line. Flags may come before or after the command.
 `
 
 // run runs the command line args (without the program name), reading answers
-// from stdin and writing to stdout and stderr. It returns when the command is
-// done, or, for watch, when ctx ends.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+// from stdin and writing to stdout; it returns its errors, for main to print.
+// It returns when the command is done, or, for watch, when ctx ends.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
 	conn := newConnFlags()
-	top := newFlagSet("leasehold", stderr, conn)
-	top.Usage = func() { fmt.Fprint(stderr, usage) }
+	var asJSON bool
+	top := newFlagSet("leasehold", conn)
+	jsonFlag(top, &asJSON)
 	showVersion := top.Bool("version", false, "print the version of leasehold")
 	if err := top.Parse(args); err != nil {
-		return flagErr(err)
+		if errors.Is(err, flag.ErrHelp) {
+			_, err := fmt.Fprint(stdout, usage)
+			return err
+		}
+		return usageError{err.Error()}
 	}
 	if *showVersion {
 		return printVersion(stdout)
 	}
 	if top.NArg() == 0 {
-		fmt.Fprint(stderr, usage)
 		return usagef("no command")
 	}
 	name, rest := top.Arg(0), top.Args()[1:]
-	if name == "version" {
+	switch name {
+	case "version":
 		// Reaches no Redis: it must work where none is configured.
 		if len(rest) > 0 {
 			return usagef("version takes no arguments")
 		}
 		return printVersion(stdout)
+	case "help":
+		return help(stdout, conn, rest)
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		fmt.Fprint(stderr, usage)
 		return usagef("unknown command %q", name)
 	}
-	fs := newFlagSet("leasehold "+name, stderr, conn)
-	runCmd := cmd.setup(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: leasehold %s [flags] %s\n\n%s\n\nflags:\n", name, cmd.arg, cmd.help)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("leasehold "+name, conn)
+	runCmd := cmd.setup(fs, &asJSON)
 	pos, err := parseInterleaved(fs, rest)
+	if errors.Is(err, flag.ErrHelp) {
+		return commandUsage(stdout, name, cmd, fs)
+	}
 	if err != nil {
-		return flagErr(err)
+		return usageError{fmt.Sprintf("%s: %v", name, err)}
+	}
+	if len(pos) == 0 && cmd.def != "" {
+		pos = []string{cmd.def}
 	}
 	if len(pos) != 1 {
-		fs.Usage()
-		return usagef("%s takes one %s", name, cmd.arg)
+		return usagef("%s takes one %s", name, strings.Trim(cmd.arg, "[]"))
+	}
+	if asJSON && !cmd.json {
+		return usagef("-json goes with inspect, list and watch; %s prints text", name)
 	}
 	rc, err := conn.dial()
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	return runCmd(ctx, env{rc: rc, stdin: stdin, stdout: stdout}, pos[0])
+	return runCmd(ctx, env{rc: rc, clients: newClients(rc), stdin: stdin, stdout: stdout}, pos[0])
 }
 
-// flagErr turns the flag package's errors into usage errors; -h is not one.
-func flagErr(err error) error {
-	if errors.Is(err, errHelp) {
-		return nil
+// help writes the usage, or with a command's name the command's, to w.
+func help(w io.Writer, conn *connFlags, args []string) error {
+	switch {
+	case len(args) == 0:
+		_, err := fmt.Fprint(w, usage)
+		return err
+	case len(args) > 1:
+		return usagef("help takes one COMMAND")
 	}
-	return usageError{err.Error()}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		if args[0] == "version" || args[0] == "help" {
+			_, err := fmt.Fprint(w, usage)
+			return err
+		}
+		return usagef("unknown command %q", args[0])
+	}
+	fs := newFlagSet("leasehold "+args[0], conn)
+	cmd.setup(fs, new(bool))
+	return commandUsage(w, args[0], cmd, fs)
+}
+
+// commandUsage writes the usage of the command name, with its flags, to w.
+func commandUsage(w io.Writer, name string, cmd command, fs *flag.FlagSet) error {
+	fmt.Fprintf(w, "usage: leasehold %s [flags] %s\n\n%s\n\nflags:\n", name, cmd.arg, cmd.help)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	return nil
 }

@@ -45,12 +45,12 @@ func TestMain(m *testing.M) {
 // cmd runs the command line args against srv and returns what it printed.
 func cmd(t *testing.T, srv *redistest.Server, stdin string, args ...string) (string, error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
+	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	err := run(ctx, append([]string{"-addr", srv.Addr()}, args...), strings.NewReader(stdin), &out, &errOut)
+	err := run(ctx, append([]string{"-addr", srv.Addr()}, args...), strings.NewReader(stdin), &out)
 	if testing.Verbose() {
-		t.Logf("$ leasehold %s\n%s%s", strings.Join(args, " "), out.String(), errOut.String())
+		t.Logf("$ leasehold %s\n%s", strings.Join(args, " "), out.String())
 	}
 	return out.String(), err
 }
@@ -80,6 +80,23 @@ func wantLines(t *testing.T, out string, res ...string) {
 		}
 		i++
 	}
+}
+
+// name is this process's Clients' name by default: HOST:PID.
+func name(t *testing.T) string {
+	t.Helper()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return host + ":" + strconv.Itoa(os.Getpid())
+}
+
+// here matches what inspect shows of a holder whose Client this test
+// process opened with its default name: NAME at ADDR.
+func here() string {
+	host, _ := os.Hostname()
+	return regexp.QuoteMeta(host+":"+strconv.Itoa(os.Getpid())) + ` at 127\.0\.0\.1:\d+`
 }
 
 func open(t *testing.T, srv *redistest.Server, opts ...leasehold.Option) *leasehold.Client {
@@ -138,8 +155,8 @@ func TestInspectRLock(t *testing.T) {
 		`^ttl +(29|30)(\.\d+)?s$`,
 		fmt.Sprintf(`^token +%d$`, inner.Token()),
 		`^holders$`,
-		`^ +OWNER +HOLDS$`,
-		fmt.Sprintf(`^ +%s +2$`, regexp.QuoteMeta(outer.Owner())))
+		`^ +OWNER +HOLDS +CLIENT$`,
+		fmt.Sprintf(`^ +%s +2 +%s$`, regexp.QuoteMeta(outer.Owner()), here()))
 	j := inspectJSON(t, srv, "orders")
 	if j.Name != "orders" || j.Kind != "rlock" || j.RedisType != "hash" || j.Mode != nil {
 		t.Errorf("-json: name %q kind %q redis_type %q mode %v", j.Name, j.Kind, j.RedisType, j.Mode)
@@ -187,11 +204,11 @@ func TestInspectFair(t *testing.T) {
 	wantLines(t, out,
 		`^kind +fair \(fair lock, FIFO\)$`,
 		`^state +held by 1 owner$`,
-		fmt.Sprintf(`^ +%s +1$`, regexp.QuoteMeta(held.Owner())),
+		fmt.Sprintf(`^ +%s +1 +%s$`, regexp.QuoteMeta(held.Owner()), here()),
 		`^waiters \(2, oldest first\)$`,
-		`^ +# +OWNER +KEEPS ITS PLACE FOR$`,
-		fmt.Sprintf(`^ +1 +%s +[0-5](\.\d+)?m?s$`, regexp.QuoteMeta(queue[0])),
-		fmt.Sprintf(`^ +2 +%s +[0-5](\.\d+)?m?s$`, regexp.QuoteMeta(queue[1])))
+		`^ +# +OWNER +KEEPS ITS PLACE FOR +CLIENT$`,
+		fmt.Sprintf(`^ +1 +%s +[0-5](\.\d+)?m?s +%s$`, regexp.QuoteMeta(queue[0]), here()),
+		fmt.Sprintf(`^ +2 +%s +[0-5](\.\d+)?m?s +%s$`, regexp.QuoteMeta(queue[1]), here()))
 	j := inspectJSON(t, srv, "jobs")
 	if j.Kind != "fair" || len(j.Holders) != 1 || j.Holders[0].Owner != held.Owner() || j.Holders[0].Count != 1 {
 		t.Errorf("-json: kind %q holders %+v", j.Kind, j.Holders)
@@ -231,14 +248,16 @@ func TestInspectRW(t *testing.T) {
 		`^kind +rw \(read-write lock\)$`,
 		`^mode +read$`,
 		`^state +held by 2 owners$`,
-		`^ +OWNER +AS +HOLDS +HOLD TTLS$`,
-		`^waiting writers \(1\), holding new readers back \(writer preference\)$`)
+		`^ +OWNER +AS +HOLDS +HOLD TTLS +CLIENT$`,
+		`^waiting writers \(1\), holding new readers back \(writer preference\)$`,
+		`^ +OWNER +ANNOUNCED FOR +CLIENT$`,
+		`^ +[-0-9a-f]+:\d+:write +\d+(\.\d+)?m?s +`+here()+`$`)
 	for _, r := range []struct {
 		ls    *lease.Lease
 		holds int
 	}{{r1, 2}, {r2, 1}} {
 		ttls := strings.Repeat(` +\d+(\.\d+)?s`, r.holds)
-		wantLines(t, out, fmt.Sprintf(`^ +%s +read +%d%s$`, regexp.QuoteMeta(r.ls.Owner()), r.holds, ttls))
+		wantLines(t, out, fmt.Sprintf(`^ +%s +read +%d%s +%s$`, regexp.QuoteMeta(r.ls.Owner()), r.holds, ttls, here()))
 	}
 	j := inspectJSON(t, srv, "catalog")
 	if j.Kind != "rw" || j.Mode == nil || *j.Mode != "read" || len(j.Holders) != 2 {
@@ -273,8 +292,8 @@ func TestInspectRW(t *testing.T) {
 	wantLines(t, mustCmd(t, srv, "", "inspect", "catalog"),
 		`^mode +write$`,
 		`^state +held by 2 owners$`,
-		fmt.Sprintf(`^ +%s +write +1 +-$`, regexp.QuoteMeta(w.Owner())),
-		fmt.Sprintf(`^ +%s +read +1 +\d+(\.\d+)?s$`, regexp.QuoteMeta(down.Owner())))
+		fmt.Sprintf(`^ +%s +write +1 +- +%s$`, regexp.QuoteMeta(w.Owner()), here()),
+		fmt.Sprintf(`^ +%s +read +1 +\d+(\.\d+)?s +%s$`, regexp.QuoteMeta(down.Owner()), here()))
 	j = inspectJSON(t, srv, "catalog")
 	if j.Mode == nil || *j.Mode != "write" || len(j.Holders) != 2 {
 		t.Fatalf("-json: mode %v holders %+v", j.Mode, j.Holders)
@@ -331,10 +350,10 @@ func TestInspectRedisson(t *testing.T) {
 	}
 	srv.Do("HSET", "java-catalog", "ghost:1", "1") // a reader whose hold key is gone
 	wantLines(t, mustCmd(t, srv, "", "inspect", "java-orders"),
-		`^kind +rlock`, `^token +none drawn yet$`, fmt.Sprintf(`^ +%s +2$`, regexp.QuoteMeta(javaOwner)))
+		`^kind +rlock`, `^token +none drawn yet$`, fmt.Sprintf(`^ +%s +2 +-$`, regexp.QuoteMeta(javaOwner)))
 	wantLines(t, mustCmd(t, srv, "", "inspect", "java-catalog"),
-		`^kind +rw`, `^mode +read$`, fmt.Sprintf(`^ +%s +read +2 +\d+(\.\d+)?s +\d+(\.\d+)?s$`, regexp.QuoteMeta(javaOwner)),
-		`^ +ghost:1 +read +1 +expired$`)
+		`^kind +rw`, `^mode +read$`, fmt.Sprintf(`^ +%s +read +2 +\d+(\.\d+)?s +\d+(\.\d+)?s +-$`, regexp.QuoteMeta(javaOwner)),
+		`^ +ghost:1 +read +1 +expired +-$`)
 }
 
 func TestNotALock(t *testing.T) {
@@ -441,11 +460,16 @@ func TestRelease(t *testing.T) {
 	waiter := rlock.New(other, "stuck").AcquireAsync(ctx)
 	defer waiter.Cancel()
 
-	// No: nothing changes.
-	out := mustCmd(t, srv, "n\n", "release", "stuck")
-	wantLines(t, out, `^name +stuck$`, `^Force-release stuck, held by 1 owner\? .*\[y/N\] $`, `^left as it is$`)
-	if out := mustCmd(t, srv, "", "release", "stuck"); !strings.Contains(out, "left as it is") {
-		t.Fatalf("no answer (EOF) must mean no:\n%s", out)
+	// No: nothing changes, and the command fails (exit 1, not a usage
+	// error), so that a script that meant to release notices. It exited 0.
+	out, err := cmd(t, srv, "n\n", "release", "stuck")
+	if err == nil || errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "stuck left as it is") {
+		t.Fatalf("release answered n: %v, want an error saying the lock was left", err)
+	}
+	wantLines(t, out, `^name +stuck$`, fmt.Sprintf(`^ +%s +1 +%s$`, regexp.QuoteMeta(held.Owner()), here()),
+		`^Force-release stuck, held by 1 owner\? .*\[y/N\] $`)
+	if _, err := cmd(t, srv, "", "release", "stuck"); err == nil || !strings.Contains(err.Error(), "not confirmed") {
+		t.Fatalf("no answer (EOF) must mean no, and fail: %v", err)
 	}
 	if held.Err() != nil {
 		t.Fatal(held.Err())
@@ -535,7 +559,7 @@ func watchThrough(t *testing.T, flags []string, snapshots func(out string) int) 
 	done := make(chan error, 1)
 	go func() {
 		args := append(append([]string{"-addr", srv.Addr(), "watch", "-interval", "20ms"}, flags...), "report")
-		done <- run(ctx, args, strings.NewReader(""), &out, &out)
+		done <- run(ctx, args, strings.NewReader(""), &out)
 	}()
 	n := func() int { return snapshots(out.String()) }
 	eventually(t, 10*time.Second, "the first snapshot", func() bool { return n() == 1 })
@@ -585,7 +609,7 @@ func TestAddrFromEnv(t *testing.T) {
 	srv := redistest.Start(t)
 	t.Setenv("REDIS_ADDR", srv.Addr())
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"inspect", "x"}, strings.NewReader(""), &out, &out); err != nil {
+	if err := run(context.Background(), []string{"inspect", "x"}, strings.NewReader(""), &out); err != nil {
 		t.Fatal(err)
 	}
 	wantLines(t, out.String(), `^name +x$`)
@@ -609,7 +633,7 @@ func TestTLS(t *testing.T) {
 		args := append(append([]string{"-addr", tlsAddr}, flags...), "inspect", "over-tls")
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		err := run(ctx, args, strings.NewReader(""), &out, &out)
+		err := run(ctx, args, strings.NewReader(""), &out)
 		return out.String(), err
 	}
 	out, err := inspect("-tls-ca", ca)
@@ -708,10 +732,11 @@ type jsonLock struct {
 	TTLms     *int64  `json:"ttl_ms"`
 	Token     uint64  `json:"token"`
 	Holders   []struct {
-		Owner      string  `json:"owner"`
-		Count      int64   `json:"count"`
-		Write      bool    `json:"write"`
-		ReadsTTLms []int64 `json:"reads_ttl_ms"`
+		Owner      string      `json:"owner"`
+		Count      int64       `json:"count"`
+		Write      bool        `json:"write"`
+		ReadsTTLms []int64     `json:"reads_ttl_ms"`
+		Client     *jsonClient `json:"client"`
 	} `json:"holders"`
 	Waiters        []jsonWaiter `json:"waiters"`
 	WaitingWriters []jsonWaiter `json:"waiting_writers"`
@@ -721,16 +746,23 @@ type jsonLock struct {
 		Available *int64 `json:"available"`
 		Holders   int    `json:"holders"`
 		Permits   []struct {
-			ID    string `json:"id"`
-			TTLms int64  `json:"ttl_ms"`
+			ID     string      `json:"id"`
+			TTLms  int64       `json:"ttl_ms"`
+			Client *jsonClient `json:"client"`
 		} `json:"permits"`
 		Claims []jsonWaiter `json:"claims"`
 	} `json:"semaphore"`
 }
 
+type jsonClient struct {
+	Name string `json:"name"`
+	Addr string `json:"addr"`
+}
+
 type jsonWaiter struct {
-	Owner string `json:"owner"`
-	TTLms *int64 `json:"ttl_ms"`
+	Owner  string      `json:"owner"`
+	TTLms  *int64      `json:"ttl_ms"`
+	Client *jsonClient `json:"client"`
 }
 
 // jsonKeys are the fields every lock object has, null or not.
@@ -815,4 +847,139 @@ func TestWatchJSON(t *testing.T) {
 	if !(states[0].Time <= states[1].Time && states[1].Time <= states[2].Time) {
 		t.Errorf("times out of order: %s %s %s", states[0].Time, states[1].Time, states[2].Time)
 	}
+}
+
+// help, -h and --help print the usage once, on stdout, and succeed; help
+// COMMAND prints the command's flags. help was an unknown command, and a
+// mistake printed the usage and then the error (the flag package's error
+// twice): now a mistake prints nothing, and main one line and a pointer to
+// help.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"help", "version"}} {
+		var out bytes.Buffer
+		if err := run(context.Background(), args, strings.NewReader(""), &out); err != nil {
+			t.Errorf("leasehold %q: %v", args, err)
+		}
+		if got := out.String(); got != usage {
+			t.Errorf("leasehold %q printed %q, want the usage once", args, got)
+		}
+	}
+	for _, args := range [][]string{{"help", "inspect"}, {"inspect", "-h"}, {"-addr", "127.0.0.1:1", "inspect", "--help"}} {
+		var out bytes.Buffer
+		if err := run(context.Background(), args, strings.NewReader(""), &out); err != nil {
+			t.Errorf("leasehold %q: %v", args, err)
+		}
+		wantLines(t, out.String(), `^usage: leasehold inspect \[flags\] NAME$`, `^flags:$`, `^  -json$`)
+	}
+	for _, args := range [][]string{{"help", "frob"}, {"frob", "x"}, {"-nope", "inspect", "x"}, {"inspect", "-nope", "x"}, {"help", "a", "b"}} {
+		var out bytes.Buffer
+		err := run(context.Background(), args, strings.NewReader(""), &out)
+		if !errors.As(err, new(usageError)) {
+			t.Errorf("leasehold %q: %v, want a usage error", args, err)
+		}
+		if out.Len() != 0 {
+			t.Errorf("leasehold %q printed %q before its error %q", args, out.String(), err)
+		}
+	}
+}
+
+// -json (and -o json) may come before the command, as the connection flags
+// may: it failed with "flag provided but not defined: -json". A command that
+// prints no JSON says so.
+func TestJSONBeforeCommand(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv)
+	l := acquire(t, rlock.New(c, "early"), context.Background())
+	for _, args := range [][]string{{"-json", "inspect", "early"}, {"-o", "json", "inspect", "early"}, {"-json", "list"}} {
+		locks := parseJSON(t, mustCmd(t, srv, "", args...))
+		if len(locks) != 1 || locks[0].Name != "early" || locks[0].Holders[0].Owner != l.Owner() {
+			t.Errorf("leasehold %q: %+v", args, locks)
+		}
+	}
+	wantLines(t, mustCmd(t, srv, "", "-json", "-o", "text", "inspect", "early"), `^name +early$`)
+	_, err := cmd(t, srv, "", "-json", "release", "--yes", "early")
+	if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "-json goes with inspect, list and watch") {
+		t.Errorf("-json release: %v, want a usage error naming the commands that print JSON", err)
+	}
+	if l.Err() != nil {
+		t.Fatalf("the refused release released: %v", l.Err())
+	}
+}
+
+// list with no pattern lists every lock, as list '*': it was a usage error.
+func TestListAll(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv)
+	ctx := context.Background()
+	acquire(t, rlock.New(c, "a:1"), ctx)
+	acquire(t, rlock.New(c, "b:2"), ctx)
+	all := mustCmd(t, srv, "", "list")
+	wantLines(t, all, `^NAME +KIND`, `^a:1 +rlock `, `^b:2 +rlock `)
+	ttl := regexp.MustCompile(`\d+(\.\d+)?m?s +`) // runs down between the two
+	if star := mustCmd(t, srv, "", "list", "*"); ttl.ReplaceAllString(star, "TTL ") != ttl.ReplaceAllString(all, "TTL ") {
+		t.Errorf("list:\n%s\nlist '*':\n%s", all, star)
+	}
+	if _, err := cmd(t, srv, "", "list", "a*", "b*"); !errors.As(err, new(usageError)) {
+		t.Errorf("list of two patterns: %v, want a usage error", err)
+	}
+}
+
+// inspect shows each holder's connection, name and address, from CLIENT
+// LIST: Open names a Client's connections NAME/ID (WithClientName), ID the
+// start of its owner fields. Owners were bare UUIDs, which told an operator
+// nothing of which host held a lock. A Client made by New over a client
+// named otherwise shows none; so does every holder when CLIENT LIST is
+// refused.
+func TestHolderConnection(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	billing := open(t, srv, leasehold.WithClientName("billing-7"))
+	held := acquire(t, rlock.New(billing, "invoices"), ctx)
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, ClientName: "theirs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	theirs, err := leasehold.New(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer theirs.Close()
+	other := acquire(t, rlock.New(theirs, "reports"), ctx)
+
+	// billing's address, as the server sees it.
+	list, err := srv.Do("CLIENT", "LIST").ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`addr=(\S+) .*name=billing-7/` + regexp.QuoteMeta(billing.ID()) + ` `).FindStringSubmatch(list)
+	if m == nil {
+		t.Fatalf("no connection named billing-7/%s in:\n%s", billing.ID(), list)
+	}
+	addr := m[1]
+
+	wantLines(t, mustCmd(t, srv, "", "inspect", "invoices"),
+		`^ +OWNER +HOLDS +CLIENT$`,
+		fmt.Sprintf(`^ +%s +1 +billing-7 at %s$`, regexp.QuoteMeta(held.Owner()), regexp.QuoteMeta(addr)))
+	j := inspectJSON(t, srv, "invoices")
+	if c := j.Holders[0].Client; c == nil || c.Name != "billing-7" || c.Addr != addr {
+		t.Errorf("-json: client %+v, want billing-7 at %s", c, addr)
+	}
+	for _, l := range parseJSON(t, mustCmd(t, srv, "", "list", "-json")) {
+		if c := l.Holders[0].Client; (l.Name == "invoices") != (c != nil) {
+			t.Errorf("list -json: %s held by %s: client %+v", l.Name, l.Holders[0].Owner, c)
+		}
+	}
+	wantLines(t, mustCmd(t, srv, "", "inspect", "reports"), fmt.Sprintf(`^ +%s +1 +-$`, regexp.QuoteMeta(other.Owner())))
+	if c := inspectJSON(t, srv, "reports").Holders[0].Client; c != nil {
+		t.Errorf("-json of a Client made by New: client %+v, want null", c)
+	}
+
+	// A user whose ACL refuses CLIENT LIST still inspects; no connections.
+	if err := srv.Do("ACL", "SETUSER", "ops", "on", ">pw", "~*", "&*", "+@all", "-client|list").Error(); err != nil {
+		t.Fatal(err)
+	}
+	wantLines(t, mustCmd(t, srv, "", "-user", "ops", "-password", "pw", "inspect", "invoices"),
+		fmt.Sprintf(`^ +%s +1 +-$`, regexp.QuoteMeta(held.Owner())))
 }

@@ -69,16 +69,16 @@ func render(w io.Writer, s *lockState, times bool) error {
 		fmt.Fprintln(w, "holders")
 		t := table(w, "  ")
 		if s.kind == kindRW {
-			t.row("OWNER", "AS", "HOLDS", "HOLD TTLS")
+			t.row("OWNER", "AS", "HOLDS", "HOLD TTLS", "CLIENT")
 		} else {
-			t.row("OWNER", "HOLDS")
+			t.row("OWNER", "HOLDS", "CLIENT")
 		}
 		for _, h := range s.holders {
 			switch {
 			case s.kind != kindRW:
-				t.row(h.owner, fmt.Sprint(h.count))
+				t.row(h.owner, fmt.Sprint(h.count), h.client.String())
 			case h.write:
-				t.row(h.owner, "write", fmt.Sprint(h.count), "-") // timed by the lock's TTL
+				t.row(h.owner, "write", fmt.Sprint(h.count), "-", h.client.String()) // timed by the lock's TTL
 			default:
 				ttls := make([]string, len(h.reads))
 				for i, d := range h.reads {
@@ -91,7 +91,7 @@ func render(w io.Writer, s *lockState, times bool) error {
 						ttls[i] = dur(d)
 					}
 				}
-				t.row(h.owner, "read", fmt.Sprint(h.count), strings.Join(ttls, " "))
+				t.row(h.owner, "read", fmt.Sprint(h.count), strings.Join(ttls, " "), h.client.String())
 			}
 		}
 		if err := t.flush(); err != nil {
@@ -101,9 +101,9 @@ func render(w io.Writer, s *lockState, times bool) error {
 	if len(s.waiters) > 0 {
 		fmt.Fprintf(w, "waiters (%d, oldest first)\n", len(s.waiters))
 		t := table(w, "  ")
-		t.row("#", "OWNER", "KEEPS ITS PLACE FOR")
+		t.row("#", "OWNER", "KEEPS ITS PLACE FOR", "CLIENT")
 		for i, wt := range s.waiters {
-			t.row(fmt.Sprint(i+1), wt.owner, place(wt, dur))
+			t.row(fmt.Sprint(i+1), wt.owner, place(wt, dur), wt.client.String())
 		}
 		if err := t.flush(); err != nil {
 			return err
@@ -112,9 +112,9 @@ func render(w io.Writer, s *lockState, times bool) error {
 	if len(s.writers) > 0 {
 		fmt.Fprintf(w, "waiting writers (%d), holding new readers back (writer preference)\n", len(s.writers))
 		t := table(w, "  ")
-		t.row("OWNER", "ANNOUNCED FOR")
+		t.row("OWNER", "ANNOUNCED FOR", "CLIENT")
 		for _, wt := range s.writers {
-			t.row(wt.owner, place(wt, dur))
+			t.row(wt.owner, place(wt, dur), wt.client.String())
 		}
 		return t.flush()
 	}
@@ -142,15 +142,15 @@ func renderSemaphore(w io.Writer, head tab, s *semState, dur func(time.Duration)
 	if len(s.permits) > 0 {
 		fmt.Fprintln(w, "permits (soonest expiry first)")
 		t := table(w, "  ")
-		t.row("PERMIT", "EXPIRES IN")
+		t.row("PERMIT", "EXPIRES IN", "CLIENT")
 		for _, p := range s.permits {
 			switch {
 			case p.never:
-				t.row(p.id, "never (taken without a lease)")
+				t.row(p.id, "never (taken without a lease)", p.client.String())
 			case p.left <= 0:
-				t.row(p.id, "expired: given back at the next attempt")
+				t.row(p.id, "expired: given back at the next attempt", p.client.String())
 			default:
-				t.row(p.id, dur(p.left))
+				t.row(p.id, dur(p.left), p.client.String())
 			}
 		}
 		if err := t.flush(); err != nil {
@@ -160,13 +160,13 @@ func renderSemaphore(w io.Writer, head tab, s *semState, dur func(time.Duration)
 	if len(s.claims) > 0 {
 		fmt.Fprintf(w, "waiting for several permits (%d), holding smaller takers back\n", len(s.claims))
 		t := table(w, "  ")
-		t.row("OWNER:PERMITS", "CLAIMED FOR")
+		t.row("OWNER:PERMITS", "CLAIMED FOR", "CLIENT")
 		for _, c := range s.claims {
 			left := dur(c.left)
 			if c.left <= 0 {
 				left = "expired: removed at the next attempt"
 			}
-			t.row(c.owner, left)
+			t.row(c.owner, left, c.client.String())
 		}
 		return t.flush()
 	}

@@ -49,14 +49,14 @@ func TestSemaphore(t *testing.T) {
 		`^available +1$`,
 		`^state +4 permits held by 3 holders$`,
 		`^permits \(soonest expiry first\)$`,
-		`^ +PERMIT +EXPIRES IN$`,
-		`^ +[0-9a-f]{32} +(29|30)(\.\d+)?s$`,
-		`^ +[0-9a-f]{32} +(29|30)(\.\d+)?s$`,
-		`^ +[0-9a-f]{32} +(29|30)(\.\d+)?s$`,
-		`^ +`+hex.EncodeToString([]byte("java-forever-id!"))+` +never \(taken without a lease\)$`,
+		`^ +PERMIT +EXPIRES IN +CLIENT$`,
+		`^ +[0-9a-f]{32} +(29|30)(\.\d+)?s +`+here()+`$`,
+		`^ +[0-9a-f]{32} +(29|30)(\.\d+)?s +`+here()+`$`,
+		`^ +[0-9a-f]{32} +(29|30)(\.\d+)?s +`+here()+`$`,
+		`^ +`+hex.EncodeToString([]byte("java-forever-id!"))+` +never \(taken without a lease\) +-$`,
 		`^waiting for several permits \(1\), holding smaller takers back$`,
-		`^ +OWNER:PERMITS +CLAIMED FOR$`,
-		`^ +[-0-9a-f]+:\d+:3 +\d+(\.\d+)?s$`)
+		`^ +OWNER:PERMITS +CLAIMED FOR +CLIENT$`,
+		`^ +[-0-9a-f]+:\d+:3 +\d+(\.\d+)?s +`+here()+`$`)
 	out := mustCmd(t, srv, "", "inspect", "crawl")
 	for _, p := range []string{id(one.Owner(), 0), id(two.Owner(), 0), id(two.Owner(), 1)} {
 		if !regexp.MustCompile(p).MatchString(out) {
@@ -68,9 +68,24 @@ func TestSemaphore(t *testing.T) {
 		`^NAME +KIND +MODE +HOLDERS +HOLDS +TTL +TOKEN +WAITERS$`,
 		`^crawl +semaphore +1/5 free +3 +4 +(29|30)(\.\d+)?s +0 +1$`)
 
+	// -json agrees with the table: 3 holders (leases) of 4 permits, and the
+	// soonest expiry as ttl_ms. It said holders [] and ttl_ms null.
 	j := inspectJSON(t, srv, "crawl")
-	if j.Kind != "semaphore" || j.RedisType != "string" || j.TTLms != nil || j.Semaphore == nil {
+	if j.Kind != "semaphore" || j.RedisType != "string" || j.TTLms == nil || *j.TTLms < 28000 || *j.TTLms > 30000 || j.Semaphore == nil {
 		t.Fatalf("-json: %+v", j)
+	}
+	leases := map[string]int64{}
+	var permits int64
+	for _, h := range j.Holders {
+		leases[h.Owner] = h.Count
+		permits += h.Count
+		java := strings.HasPrefix(h.Owner, hex.EncodeToString([]byte("java")))
+		if (h.Client == nil) != java || (h.Client != nil && h.Client.Name != name(t)) {
+			t.Errorf("-json: holder %s: client %+v", h.Owner, h.Client)
+		}
+	}
+	if len(j.Holders) != 3 || permits != 4 || leases[id(two.Owner(), 0)[:28]] != 2 {
+		t.Errorf("-json: holders %+v, want 3 holding 4 permits, 2 of them %s's", j.Holders, id(two.Owner(), 0)[:28])
 	}
 	sj := j.Semaphore
 	if *sj.Total != 5 || *sj.Available != 1 || sj.Holders != 3 || len(sj.Permits) != 4 || len(sj.Claims) != 1 {

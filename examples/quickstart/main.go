@@ -28,21 +28,8 @@ func run(ctx context.Context, addr string) error {
 	select {
 	case <-l.Lost(): // renewal failed, or the lock expired or was taken
 		return l.Err()
-	case <-work(l.Context()): // l.Context() is cancelled if the lease is lost
+	case <-time.After(500 * time.Millisecond): // the work, which stops when l.Context() ends
 		fmt.Println("work done; releasing")
 		return nil
 	}
-}
-
-// work stands for the job the lock guards; it stops early if ctx ends.
-func work(ctx context.Context) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		select {
-		case <-time.After(500 * time.Millisecond):
-		case <-ctx.Done():
-		}
-	}()
-	return done
 }

@@ -1,6 +1,6 @@
 // Command quickstart is the quick start of README.md: take a lock, work
-// while holding it, stop if it is lost, release it. main.go is the part the
-// README shows; this file finds it a Redis.
+// while holding it, stop if it is lost, release it. main.go's run is the part
+// the README shows; this file finds it a Redis.
 //
 // It uses the Redis at $REDIS_ADDR, or starts a redis-server of its own on a
 // free loopback port and stops it on the way out.

@@ -33,6 +33,9 @@ type Options struct {
 	Observer       lease.Observer
 	Replicas       int
 	ReplicaTimeout time.Duration
+	// ID is the Client's id, given when its connections are named after it
+	// before the Client exists (leasehold.Open); empty: NewClient draws one.
+	ID string
 }
 
 // Client is the shared state of one leasehold Client.
@@ -64,7 +67,10 @@ func NewClient(rc rueidis.Client, owned, tracking bool, o Options) *Client {
 		rc = lua.Sharded{Client: rc}
 		hubOpts = append(hubOpts, event.Sharded())
 	}
-	c.rc, c.owned, c.id, c.opts = rc, owned, newUUID(), o
+	if o.ID == "" {
+		o.ID = NewID()
+	}
+	c.rc, c.owned, c.id, c.opts = rc, owned, o.ID, o
 	c.hub = event.NewHub(rc, tracking, hubOpts...)
 	c.keeper = NewKeeper(rc, o.Watchdog, WaitReplicas(o.Replicas, o.ReplicaTimeout))
 	c.ctx, c.cancel = ctx, cancel
@@ -147,8 +153,8 @@ func (c *Client) Go(f func()) bool {
 	return true
 }
 
-// newUUID returns a random (version 4) UUID.
-func newUUID() string {
+// NewID returns a new Client id, a random (version 4) UUID.
+func NewID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	b[6] = b[6]&0x0f | 0x40

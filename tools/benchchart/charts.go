@@ -164,7 +164,7 @@ func (c chart) draw(rs *Results, dir string) (bool, error) {
 	return true, nil
 }
 
-// save writes p as a PNG of 18x11cm at 150 dpi, sharp on a README page.
+// save writes p as a PNG of 18x11cm at 150 dpi, sharp on a docs page.
 func save(p *plot.Plot, file string) error {
 	img := vgimg.NewWith(vgimg.UseWH(18*vg.Centimeter, 11*vg.Centimeter), vgimg.UseDPI(150))
 	p.Draw(draw.New(img))

@@ -15,8 +15,8 @@
 //	keeper-cpu.png         client and Redis CPU per renewal tick vs leases
 //	keeper-roundtrips.png  round trips per renewal tick vs leases
 //
-// With -md, it writes README's tables (network, loopback, what an op costs
-// Redis) and issue 15's targets, as Markdown, into FILE (- for standard
+// With -md, it writes the tables of docs/benchmarks.md (network, loopback,
+// what an op costs Redis) and its targets, as Markdown, into FILE (- for standard
 // output). bench.sh runs it from this directory:
 //
 //	go run . -o ../../docs/bench ../../bench/scale.txt

@@ -17,7 +17,7 @@ type row struct {
 	format           func(float64) string
 }
 
-// loopback is README's loopback table, from bench/bench_test.go's first five
+// loopback is docs/benchmarks.md's loopback table, from bench/bench_test.go's first five
 // benchmarks.
 var loopback = []row{
 	{"uncontended acquire+release", "µs/op", "BenchmarkUncontended", []string{"ns/op"}, perThousand},
@@ -35,7 +35,7 @@ var loopback = []row{
 	{"", "CPU per tick", "BenchmarkRenewal", []string{"cpu-ms/tick"}, millis},
 }
 
-// redisCost is README's table of what an acquire+release costs Redis.
+// redisCost is docs/benchmarks.md's table of what an acquire+release costs Redis.
 var redisCost = []row{
 	{"uncontended", "Redis CPU µs/op", "BenchmarkUncontended", []string{"redis-cpu-µs/op"}, num},
 	{"", "commandstats µs/op", "BenchmarkUncontended", []string{"redis-µs/op"}, num},
@@ -45,7 +45,7 @@ var redisCost = []row{
 	{"", "scripts / commands per op", "BenchmarkParallelDistinct", []string{"scripts/op", "cmds/op"}, num},
 }
 
-// network is the rows of one delay of README's network table.
+// network is the rows of one delay of docs/benchmarks.md's network table.
 func network(delay string) []row {
 	b := "BenchmarkNetwork/delay=" + delay + "/"
 	return []row{
@@ -63,8 +63,8 @@ func network(delay string) []row {
 // of the same acquire and release scripts.
 const baseline = "BenchmarkRedisBenchmark/acquire+release"
 
-// Summarize writes the medians of rs as README's Markdown tables, then the
-// issue's targets computed from them. A table with no results is left out;
+// Summarize writes the medians of rs as docs/benchmarks.md's Markdown tables,
+// then the targets computed from them. A table with no results is left out;
 // a missing cell is "–".
 func Summarize(w io.Writer, rs *Results) {
 	libs := libraries(rs)
@@ -149,7 +149,7 @@ func cell(rs *Results, name string, units []string, format func(float64) string)
 	return strings.Join(parts, " / ")
 }
 
-// targets writes issue 15's targets as measured, each with its ratio.
+// targets writes the targets of docs/benchmarks.md as measured, each with its ratio.
 func targets(w io.Writer, rs *Results) {
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
