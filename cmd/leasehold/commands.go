@@ -39,7 +39,7 @@ var commands = map[string]command{
 	"inspect": {
 		arg:  "NAME",
 		json: true,
-		help: "Show the lock NAME: kind, holders and hold counts with each holder's\nconnection (name and address), TTL, fencing token, the fair queue's\nwaiters with their deadlines, the read holds; or the semaphore NAME.\nWith -json, one JSON object.",
+		help: "Show the lock NAME: kind, holders and hold counts with each holder's\nconnection (name and address), TTL, fencing token, the fair queue's\nwaiters with their deadlines, the read holds, an election's leader and\nterm; or the semaphore NAME. With -json, one JSON object.",
 		setup: func(fs *flag.FlagSet, asJSON *bool) func(context.Context, env, string) error {
 			jsonFlag(fs, asJSON)
 			return func(ctx context.Context, e env, name string) error {

@@ -9,6 +9,7 @@
 -- KEYS[5]  leasehold_rwlock_writers:{NAME}    rw: waiting writers -> announcement expiry (ms)
 -- KEYS[6]  {NAME}:timeout                     semaphore: permit id -> expiry (ms)
 -- KEYS[7]  leasehold_semaphore_claims:{NAME}  semaphore: waiter OWNER:N -> claim expiry (ms)
+-- KEYS[8]  {NAME}:leader                      election: hash value, token (the term), owner
 -- ARGV[1]  prefix of the rw read hold keys, {NAME} (NAME if it holds a '{');
 --          hold N of OWNER is PREFIX:OWNER:rwlock_timeout:N
 --
@@ -17,7 +18,8 @@
 --          {writer, expiry, ...}, now (ms, server clock),
 --          {{reader, pttl of hold 1, pttl of hold 2, ...}, ...},
 --          {permit id, expiry, ...}, {claim, expiry, ...},
---          the string NAME holds (a semaphore's permits available) or false}
+--          the string NAME holds (a semaphore's permits available) or false,
+--          {value, token, owner} of the leader key, or false when it is no hash}
 -- The read holds are keys the script does not declare, as Redisson's read
 -- lock scripts do; they share NAME's cluster slot.
 local t = redis.call('time')
@@ -59,5 +61,9 @@ local count = false
 if typ == 'string' then
   count = redis.call('get', KEYS[1])
 end
+local leader = false
+if redis.call('type', KEYS[8])['ok'] == 'hash' then
+  leader = redis.call('hmget', KEYS[8], 'value', 'token', 'owner')
+end
 return {typ, redis.call('pttl', KEYS[1]), fields, token, queue, zall(KEYS[4]), zall(KEYS[5]), now, holds,
-  zall(KEYS[6]), zall(KEYS[7]), count}
+  zall(KEYS[6]), zall(KEYS[7]), count, leader}

@@ -13,7 +13,7 @@ import (
 // null means "does not apply".
 type lockJSON struct {
 	Name string `json:"name"`
-	// Kind is free, rlock, fair, rw, semaphore or not_a_lock.
+	// Kind is free, rlock, fair, rw, election, semaphore or not_a_lock.
 	Kind string `json:"kind"`
 	// RedisType is the Redis type of the key NAME: hash for a held lock,
 	// none when there is no key.
@@ -39,6 +39,19 @@ type lockJSON struct {
 	Time string `json:"time"`
 	// Semaphore is a semaphore's permits, null for a lock.
 	Semaphore *semaphoreJSON `json:"semaphore"`
+	// Leader is an election's leader, null when nobody leads.
+	Leader *leaderJSON `json:"leader"`
+}
+
+// leaderJSON is an election's leader, from {NAME}:leader.
+type leaderJSON struct {
+	// Value is what the leader published (Campaign, Proclaim).
+	Value string `json:"value"`
+	// Term is the token of the leader's first campaign: election.Leader's
+	// Token.
+	Term uint64 `json:"term"`
+	// Owner is the leader's owner field in NAME, one of Holders.
+	Owner string `json:"owner"`
 }
 
 type semaphoreJSON struct {
@@ -118,6 +131,9 @@ func toJSON(s *lockState) lockJSON {
 	}
 	if s.kind == kindRW {
 		j.Mode = &s.mode
+	}
+	if l := s.leader; l != nil {
+		j.Leader = &leaderJSON{Value: l.value, Term: l.term, Owner: l.owner}
 	}
 	if s.held() && s.sem == nil {
 		ttl := int64(-1)

@@ -32,6 +32,7 @@ const (
 	kindRLock                 // reentrant lock (or a fair lock nobody waits for)
 	kindFair                  // fair lock with waiters
 	kindRW                    // read-write lock
+	kindElection              // election: an rlock whose holder leads, named by {NAME}:leader
 	kindSemaphore             // semaphore: NAME a string holding its permits available
 	kindNotLock               // a key that is not a lock
 )
@@ -44,6 +45,8 @@ func (k kind) String() string {
 		return "fair"
 	case kindRW:
 		return "rw"
+	case kindElection:
+		return "election"
 	case kindSemaphore:
 		return "semaphore"
 	case kindNotLock:
@@ -93,6 +96,15 @@ type lockState struct {
 	foreign []string      // fields of a hash that do not look like a lock
 	at      time.Time     // when the snapshot was taken, by the server's clock
 	sem     *semState     // a semaphore's permits; nil for a lock
+	leader  *leaderState  // an election's leader; nil when nobody leads
+}
+
+// leaderState is an election's leader, as {NAME}:leader names it
+// (script.LeaderKey).
+type leaderState struct {
+	value string // what the leader published
+	term  uint64 // the token of its first campaign
+	owner string // its owner field in NAME
 }
 
 // semState is a semaphore's permits.
@@ -161,12 +173,12 @@ func readState(ctx context.Context, rc rueidis.Client, name string) (*lockState,
 // inspectKeys are the keys inspect.lua reads for the lock name.
 func inspectKeys(name string) []string {
 	return []string{name, script.TokenKey(name), script.FairQueueKey(name), script.FairTimeoutKey(name), script.WritersKey(name),
-		script.SemaphoreTimeoutKey(name), script.SemaphoreClaimsKey(name)}
+		script.SemaphoreTimeoutKey(name), script.SemaphoreClaimsKey(name), script.LeaderKey(name)}
 }
 
 func parseState(name string, res []rueidis.RedisMessage) (*lockState, error) {
-	if len(res) != 12 {
-		return nil, fmt.Errorf("inspect %s: %d values from the script, want 12", name, len(res))
+	if len(res) != 13 {
+		return nil, fmt.Errorf("inspect %s: %d values from the script, want 13", name, len(res))
 	}
 	s := &lockState{name: name}
 	var err error
@@ -206,7 +218,7 @@ func parseState(name string, res []rueidis.RedisMessage) (*lockState, error) {
 		return nil, err
 	}
 	s.at = time.UnixMilli(now)
-	if s.sem, err = parseSemaphore(s.redis, res[9:], now); err != nil {
+	if s.sem, err = parseSemaphore(s.redis, res[9:12], now); err != nil {
 		return nil, err
 	}
 
@@ -261,6 +273,9 @@ func parseState(name string, res []rueidis.RedisMessage) (*lockState, error) {
 	if s.kind == kindRLock && (len(queue) > 0 || len(deadlines) > 0) {
 		s.kind = kindFair
 	}
+	if s.leader = parseLeader(res[12], s.holders); s.leader != nil && s.kind == kindRLock {
+		s.kind = kindElection
+	}
 	sort.Slice(s.holders, func(i, j int) bool {
 		a, b := s.holders[i], s.holders[j]
 		if a.write != b.write {
@@ -313,6 +328,32 @@ func parseSemaphore(typ string, res []rueidis.RedisMessage, now int64) (*semStat
 	}
 	sort.Slice(sem.claims, func(i, j int) bool { return sem.claims[i].owner < sem.claims[j].owner })
 	return sem, nil
+}
+
+// parseLeader reads the leader key's {value, token, owner} (inspect.lua's
+// last value) into the election's leader, as election's Leader does: nil
+// unless the owner it names holds the lock (a key left over from a term
+// that ended, or of another type, names no leader).
+func parseLeader(m rueidis.RedisMessage, holders []holder) *leaderState {
+	f, err := m.ToArray()
+	if err != nil || len(f) != 3 {
+		return nil
+	}
+	owner, err := f[2].ToString()
+	if err != nil {
+		return nil
+	}
+	for _, h := range holders {
+		if h.owner == owner {
+			l := &leaderState{owner: owner}
+			l.value, _ = f[0].ToString()
+			if tok, err := f[1].ToString(); err == nil {
+				l.term, _ = strconv.ParseUint(tok, 10, 64)
+			}
+			return l
+		}
+	}
+	return nil
 }
 
 // ownerLike reports whether f has the shape of an owner field: leasehold's
@@ -394,7 +435,9 @@ func ms(n int64) time.Duration {
 // It reports whether there was a lock to delete.
 func forceRelease(ctx context.Context, rc rueidis.Client, s *lockState) (bool, error) {
 	switch s.kind {
-	case kindRLock:
+	case kindRLock, kindElection:
+		// The leader's next renewal finds NAME gone, deletes {NAME}:leader
+		// and tells the observers; the unlock message wakes a campaigner.
 		return lua.ForceReleaseLock(ctx, rc, s.name)
 	case kindFair:
 		return lua.ForceReleaseFair(ctx, rc, s.name)

@@ -752,6 +752,11 @@ type jsonLock struct {
 		} `json:"permits"`
 		Claims []jsonWaiter `json:"claims"`
 	} `json:"semaphore"`
+	Leader *struct {
+		Value string `json:"value"`
+		Term  uint64 `json:"term"`
+		Owner string `json:"owner"`
+	} `json:"leader"`
 }
 
 type jsonClient struct {
@@ -766,7 +771,7 @@ type jsonWaiter struct {
 }
 
 // jsonKeys are the fields every lock object has, null or not.
-var jsonKeys = []string{"name", "kind", "redis_type", "mode", "ttl_ms", "token", "holders", "waiters", "waiting_writers", "time", "semaphore"}
+var jsonKeys = []string{"name", "kind", "redis_type", "mode", "ttl_ms", "token", "holders", "waiters", "waiting_writers", "time", "semaphore", "leader"}
 
 // parseJSON decodes out, one JSON object a line, checking that each has
 // every field and no other.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,6 +15,7 @@ var describe = map[kind]string{
 	kindRLock:     "rlock (reentrant lock)",
 	kindFair:      "fair (fair lock, FIFO)",
 	kindRW:        "rw (read-write lock)",
+	kindElection:  "election (leader election: an rlock and its leader key)",
 	kindSemaphore: "semaphore (permits, Redisson's RPermitExpirableSemaphore)",
 	kindNotLock:   "not a lock",
 }
@@ -40,6 +42,10 @@ func render(w io.Writer, s *lockState, times bool) error {
 	}
 	if s.mode != "" {
 		head.row("mode", s.mode)
+	}
+	if l := s.leader; l != nil {
+		head.row("leader", strconv.Quote(l.value))
+		head.row("term", fmt.Sprint(l.term))
 	}
 	switch n := len(s.holders); {
 	case n == 0:
