@@ -266,8 +266,6 @@ func (h *Hub) drop(t *topic) {
 // must not block. Default: none.
 func Warnings(warn func(error)) HubOption { return hubOptionFunc(func(h *Hub) { h.warn = warn }) }
 
-// subscribe holds the topic's subscription until the topic is dropped,
-// subscribing again after the connection breaks.
 // subscribeCmd is SUBSCRIBE channel, or SSUBSCRIBE when sharded.
 func (h *Hub) subscribeCmd(channel string) rueidis.Completed {
 	if h.sharded {
@@ -284,6 +282,8 @@ func (h *Hub) unsubscribeCmd(channel string) rueidis.Completed {
 	return h.rc.B().Unsubscribe().Channel(channel).Build()
 }
 
+// subscribe holds the topic's subscription until the topic is dropped,
+// subscribing again after the connection breaks.
 func (h *Hub) subscribe(t *topic) {
 	defer h.wg.Done()
 	defer close(t.done)
@@ -315,26 +315,47 @@ func (h *Hub) subscribe(t *topic) {
 	})
 	for {
 		before := confirmations.Load()
+		// A break ends this Receive. rueidis would subscribe again by
+		// itself, but it waits longer before each try of one Receive (a
+		// second after twenty) and never starts afresh: an old topic
+		// would go deaf for a second after every break of a flapping
+		// connection, its releases unheard. Cancelling as rueidis reports
+		// the break hands the retry to this loop, which wakes the waiters
+		// at once and backs off afresh after a subscription that stood.
+		// Redis error replies (MOVED, LOADING) stay rueidis' to retry.
+		ctx, cancel := context.WithCancel(hook)
+		ctx = rueidis.WithOnReceiveReturnHook(ctx, func(err error, _ rueidis.CommandClient) error {
+			if _, reply := rueidis.IsRedisErr(err); err != nil && !reply {
+				cancel()
+			}
+			return err
+		})
 		// A command is built for each Receive: rueidis recycles a command
 		// once it has been sent.
-		err := h.rc.Receive(hook, h.subscribeCmd(t.channel), func(m rueidis.PubSubMessage) { h.deliver(t, m.Message) })
+		err := h.rc.Receive(ctx, h.subscribeCmd(t.channel), func(m rueidis.PubSubMessage) { h.deliver(t, m.Message) })
+		cancel()
 		if e, ok := rueidis.IsRedisErr(err); ok && refusal(e) && h.warn != nil {
 			h.refused.Do(func() {
 				h.warn(fmt.Errorf("event: subscribing to unlock messages is refused (%w): "+
 					"waiters wake only on key invalidations, their timers and a retry every second or so", e))
 			})
 		}
-		if confirmations.Load() > before {
-			b.Reset() // the subscription had stood: start backing off afresh
+		stood := confirmations.Load() > before
+		if stood {
+			b.Reset() // start backing off afresh
 		}
 		if t.ctx.Err() != nil {
 			break
 		}
 		// The connection broke (or someone unsubscribed us): wake every
-		// waiter, since a release may have gone unheard, then subscribe again.
+		// waiter, since a release may have gone unheard, then subscribe again:
+		// at once after a subscription that stood, as rueidis would.
 		h.mu.Lock()
 		h.wakeAll(t)
 		h.mu.Unlock()
+		if stood {
+			continue
+		}
 		select {
 		case <-t.ctx.Done():
 		case <-time.After(b.NextBackOff()):

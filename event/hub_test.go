@@ -170,6 +170,40 @@ func TestResubscribeAfterCut(t *testing.T) {
 	}
 }
 
+// A subscription that outlives many breaks comes back as fast after the
+// last as after the first. rueidis, left to subscribe again by itself, waits
+// longer before each of its tries in one Receive, to a second after twenty:
+// an old subscription would then be gone for a second after every break of a
+// flapping connection (one that Redis drops for its output buffer, say), and
+// its waiters would hear no release all that time.
+func TestResubscribeAfterManyCuts(t *testing.T) {
+	srv := redistest.Start(t)
+	h, _ := newHub(t, srv.Addr())
+	w := watchReady(t, h, "ch", "")
+	defer w.Leave(false)
+	const cuts, late = 25, 400 * time.Millisecond // rueidis' 20th try waits 1s
+	var slowest time.Duration
+	for i := range cuts {
+		if n, err := srv.Do("CLIENT", "KILL", "TYPE", "pubsub").AsInt64(); err != nil || n != 1 {
+			t.Fatalf("cut %d: CLIENT KILL TYPE pubsub = %d, %v; want 1 connection killed", i, n, err)
+		}
+		cut := time.Now()
+		eventually(t, 10*time.Second, "subscribed again", func() bool { return numsub(srv, "ch") == 1 })
+		if took := time.Since(cut); i >= cuts-5 {
+			slowest = max(slowest, took)
+		}
+	}
+	if slowest > late {
+		t.Fatalf("after %d cuts, subscribing again took up to %v, want under %v", cuts, slowest, late)
+	}
+	for woken(w, 10*time.Millisecond) { // drain the wake-ups of the cuts
+	}
+	srv.Do("PUBLISH", "ch", "0")
+	if !woken(w, 5*time.Second) {
+		t.Fatal("no wake-up from a message after the cuts")
+	}
+}
+
 // A change of a tracked lock key wakes a waiter, with no message at all.
 func TestInvalidationWakes(t *testing.T) {
 	srv := redistest.Start(t)
