@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -41,25 +42,44 @@ func Ms(d time.Duration) string {
 	return strconv.FormatInt(ms, 10)
 }
 
-// ParseGrant reads the {1, token, count} or {0, pttl} reply of an acquire script.
+// ParseGrant reads the "1 TOKEN COUNT" or "0 PTTL" reply of an acquire
+// script (see script/lua/lib/reply.lua).
 func ParseGrant(res rueidis.RedisResult) (Grant, error) {
-	arr, err := res.ToArray()
+	v, err := Ints(res)
 	if err != nil {
 		return Grant{}, err
 	}
-	var v [3]int64
-	for i := 0; i < len(arr) && i < len(v); i++ {
-		if v[i], err = arr[i].AsInt64(); err != nil {
-			return Grant{}, fmt.Errorf("lua: unexpected acquire reply: %w", err)
-		}
-	}
 	switch {
-	case len(arr) == 3 && v[0] == 1:
+	case len(v) == 3 && v[0] == 1:
 		return Grant{Acquired: true, Token: uint64(v[1]), Count: v[2]}, nil
-	case len(arr) == 2 && v[0] == 0:
+	case len(v) == 2 && v[0] == 0:
 		return Grant{Wait: time.Duration(v[1]) * time.Millisecond}, nil
 	}
-	return Grant{}, fmt.Errorf("lua: unexpected acquire reply of %d values", len(arr))
+	return Grant{}, fmt.Errorf("lua: unexpected acquire reply of %d values", len(v))
+}
+
+// Ints reads a script's reply of integers written as one string, separated
+// by spaces (script/lua/lib/reply.lua): a string reply, unlike an array,
+// never overflows a subscribed connection's small output buffer.
+func Ints(res rueidis.RedisResult) ([]int64, error) {
+	s, err := res.ToString()
+	if err != nil {
+		return nil, err
+	}
+	fields := strings.Fields(s)
+	v := make([]int64, len(fields))
+	for i, f := range fields {
+		// A token may pass 2^63 only after centuries of µs: uint64 holds it.
+		u, err := strconv.ParseUint(strings.TrimPrefix(f, "-"), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("lua: unexpected reply %q: %w", s, err)
+		}
+		v[i] = int64(u)
+		if strings.HasPrefix(f, "-") {
+			v[i] = -v[i]
+		}
+	}
+	return v, nil
 }
 
 // Lock is the reentrant lock's keys and arguments for one name and lease,

@@ -71,11 +71,8 @@ func claim(owner string, n int) string {
 func (s *Semaphore) Acquire(ctx context.Context, c rueidis.Client, owner string, n int, wait bool) (Grant, error) {
 	res := Exec(ctx, c, script.SemaphoreAcquire, s.acquireKeys,
 		[]string{strconv.Itoa(n), s.lease, script.PermitPrefix(owner), claim(owner, n), flag(wait), s.grace})
-	if arr, err := res.ToArray(); err == nil && len(arr) == 2 {
-		if code, _ := arr[0].AsInt64(); code == -1 {
-			total, _ := arr[1].AsInt64()
-			return Grant{}, &OverTotal{Asked: int64(n), Total: total}
-		}
+	if v, err := Ints(res); err == nil && len(v) == 2 && v[0] == -1 {
+		return Grant{}, &OverTotal{Asked: int64(n), Total: v[1]}
 	}
 	return ParseGrant(res)
 }
@@ -117,7 +114,7 @@ func (e *OutOfRange) Error() string {
 // negative) and returns the permits available after. One whose sum would be
 // beyond ±script.MaxPermits writes nothing and returns an *OutOfRange.
 func (s *Semaphore) AddPermits(ctx context.Context, c rueidis.Client, delta int) (int64, error) {
-	arr, err := Exec(ctx, c, script.SemaphoreAdd, s.releaseKeys, []string{strconv.Itoa(delta)}).AsIntSlice()
+	arr, err := Ints(Exec(ctx, c, script.SemaphoreAdd, s.releaseKeys, []string{strconv.Itoa(delta)}))
 	if err != nil {
 		return 0, err
 	}

@@ -28,10 +28,12 @@
 -- Everything that can fail (a key of another type, a corrupt counter, a hold
 -- count that is not an integer) fails before the first write: HINCRBY is the
 -- first (HDEL, when the term was ended, writes nothing that can fail after).
+-- Replies are written as one string of space-separated values: see lib/reply.lua.
+--!include reply
 --!include token
 local held = redis.call('hexists', KEYS[1], ARGV[2]) == 1
 if not held and redis.call('exists', KEYS[1]) == 1 then
-  return {0, redis.call('pttl', KEYS[1])}
+  return reply(0, redis.call('pttl', KEYS[1]))
 end
 local kind = redis.call('type', KEYS[3])['ok']
 if kind ~= 'hash' and kind ~= 'none' then
@@ -42,7 +44,7 @@ if held and redis.call('hget', KEYS[3], 'owner') ~= ARGV[2] then
   if redis.call('exists', KEYS[1]) == 0 then
     redis.pcall('publish', KEYS[5], ARGV[5])
   end
-  return {0, redis.call('pttl', KEYS[1])}
+  return reply(0, redis.call('pttl', KEYS[1]))
 end
 local plan, err = token_plan(KEYS[2])
 if not plan then
@@ -59,4 +61,4 @@ else
 end
 redis.call('pexpire', KEYS[3], ARGV[1])
 redis.pcall('publish', KEYS[4], ARGV[4])
-return {1, token, count}
+return reply(1, token, count)

@@ -24,6 +24,8 @@
 -- Deadlines are read from the server's clock, never a client's, and each
 -- waiter's deadline depends on nothing but its own last attempt: deadlines
 -- cannot drift, and clients with skewed clocks cannot evict live waiters.
+-- Replies are written as one string of space-separated values: see lib/reply.lua.
+--!include reply
 redis.replicate_commands() -- TIME before writes (Redis < 5); a no-op since 7.0
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -54,7 +56,7 @@ if mine then
   if prune(KEYS[2], KEYS[3], now) then
     tell_head(KEYS[1], KEYS[2], KEYS[5], ARGV[6], refresh, owner)
   end
-  return {1, token, count}
+  return reply(1, token, count)
 end
 local pruned = prune(KEYS[2], KEYS[3], now)
 
@@ -75,7 +77,7 @@ if free and (not head or head == owner) then
     -- shorter than its refresh interval.
     tell_head(KEYS[1], KEYS[2], KEYS[5], ARGV[6], refresh, owner)
   end
-  return {1, token, 1}
+  return reply(1, token, 1)
 end
 
 if ARGV[5] == '1' then
@@ -95,9 +97,9 @@ end
 
 local pttl = redis.call('pttl', KEYS[1])
 if ARGV[5] == '0' then
-  return {0, pttl}
+  return reply(0, pttl)
 end
 if redis.call('lindex', KEYS[2], 0) == owner and pttl >= 0 and pttl < refresh then
-  return {0, math.max(pttl, 1)}
+  return reply(0, math.max(pttl, 1))
 end
-return {0, refresh}
+return reply(0, refresh)

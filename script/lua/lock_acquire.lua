@@ -12,6 +12,8 @@
 -- Everything that can fail (a key of another type, a corrupt counter, a hold
 -- count that is not an integer) fails before the first write: HINCRBY is the
 -- first.
+-- Replies are written as one string of space-separated values: see lib/reply.lua.
+--!include reply
 --!include token
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   local plan, err = token_plan(KEYS[2])
@@ -21,6 +23,6 @@ if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2])
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   local token = token_draw(KEYS[2], plan, ARGV[1])
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return {1, token, count}
+  return reply(1, token, count)
 end
-return {0, redis.call('pttl', KEYS[1])}
+return reply(0, redis.call('pttl', KEYS[1]))

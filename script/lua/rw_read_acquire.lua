@@ -19,11 +19,13 @@
 -- Everything that can fail (a key of another type, a corrupt counter, a hold
 -- count that is not an integer) fails before the first write, or in it:
 -- HINCRBY on an existing count comes first.
+-- Replies are written as one string of space-separated values: see lib/reply.lua.
+--!include reply
 --!include token
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false and redis.call('exists', KEYS[1]) == 1 then
   -- NAME is some other kind of lock (no mode field): never write into it.
-  return {0, redis.call('pttl', KEYS[1])}
+  return reply(0, redis.call('pttl', KEYS[1]))
 end
 local mine = redis.call('hexists', KEYS[1], ARGV[2]) == 1
 local plan, err = token_plan(KEYS[3])
@@ -32,7 +34,7 @@ if not plan then
 end
 if mode == 'write' and not mine then
   if ARGV[3] == '' or redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
-    return {0, redis.call('pttl', KEYS[1])}
+    return reply(0, redis.call('pttl', KEYS[1]))
   end
 elseif not mine then
   -- Writer preference: a new reader stands back while a writer waits. A
@@ -43,7 +45,7 @@ elseif not mine then
   redis.call('zremrangebyscore', KEYS[4], '-inf', now)
   local last = redis.call('zrange', KEYS[4], -1, -1, 'WITHSCORES')
   if #last > 0 then
-    return {0, math.max(tonumber(last[2]) - now, 1)}
+    return reply(0, math.max(tonumber(last[2]) - now, 1))
   end
 end
 if mode == false then
@@ -53,4 +55,4 @@ local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
 local token = token_draw(KEYS[3], plan, ARGV[1])
 redis.call('set', KEYS[2] .. ':' .. count, 1, 'px', ARGV[1])
 redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))
-return {1, token, count}
+return reply(1, token, count)

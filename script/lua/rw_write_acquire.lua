@@ -18,6 +18,8 @@
 -- Everything that can fail (a key of another type, a corrupt counter, a hold
 -- count that is not an integer) fails before the first write, or in it:
 -- HINCRBY on an existing count comes first.
+-- Replies are written as one string of space-separated values: see lib/reply.lua.
+--!include reply
 --!include token
 local mode = redis.call('hget', KEYS[1], 'mode')
 local fresh = mode == false and redis.call('exists', KEYS[1]) == 0
@@ -38,7 +40,7 @@ if fresh or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1) t
   end
   local token = token_draw(KEYS[2], plan, ARGV[1])
   redis.call('zrem', KEYS[3], ARGV[2])
-  return {1, token, count}
+  return reply(1, token, count)
 end
 local pttl = redis.call('pttl', KEYS[1])
 if ARGV[3] == '1' then
@@ -52,4 +54,4 @@ if ARGV[3] == '1' then
   redis.call('zadd', KEYS[3], now + life, ARGV[2])
   redis.call('pexpire', KEYS[3], math.max(redis.call('pttl', KEYS[3]), life))
 end
-return {0, pttl}
+return reply(0, pttl)

@@ -36,6 +36,8 @@
 --                     as one never set: its takers wait until permits are added).
 -- Everything that can fail (a key of another type, NAME not an integer)
 -- fails before the first write; so does N above the total.
+-- Replies are written as one string of space-separated values: see lib/reply.lua.
+--!include reply
 --!include semaphore
 local available, taken, err = semaphore_read(KEYS[1], KEYS[2])
 if err then
@@ -44,7 +46,7 @@ end
 redis.call('zcard', KEYS[4]) -- a key of another type fails here, before the writes
 local n = tonumber(ARGV[1])
 if available and available + taken > 0 and n > available + taken then
-  return {-1, available + taken}
+  return reply(-1, available + taken)
 end
 local now = semaphore_now()
 available = semaphore_reclaim(KEYS[1], KEYS[2], KEYS[3], now)
@@ -77,7 +79,7 @@ if available and available - n >= held then
   if redis.call('zrem', KEYS[4], ARGV[4]) == 1 and available - n > 0 then
     redis.pcall('publish', KEYS[3], available - n)
   end
-  return {1, 0, n}
+  return reply(1, 0, n)
 end
 
 local wait = 0
@@ -97,4 +99,4 @@ if ARGV[5] == '1' and n > 1 then
   redis.call('zadd', KEYS[4], now + life, ARGV[4])
   redis.call('pexpire', KEYS[4], math.max(redis.call('pttl', KEYS[4]), life))
 end
-return {0, wait}
+return reply(0, wait)

@@ -13,6 +13,8 @@
 --                                      2^53 - 1 either way (semaphore_max):
 --                                      nothing is written.
 -- Everything that can fail fails before the first write.
+-- Replies are written as one string of space-separated values: see lib/reply.lua.
+--!include reply
 --!include semaphore
 local available, _, err = semaphore_read(KEYS[1], KEYS[2])
 if err then
@@ -22,10 +24,10 @@ available = available or 0
 -- Each term is within semaphore_max, so a sum beyond it reads as a double
 -- of at least 2^53: the comparison is exact.
 if math.abs(available + tonumber(ARGV[1])) > semaphore_max then
-  return {0, available}
+  return reply(0, available)
 end
 local value = redis.call('incrby', KEYS[1], ARGV[1])
 if tonumber(ARGV[1]) > 0 and value > 0 then
   redis.pcall('publish', KEYS[3], value)
 end
-return {1, value}
+return reply(1, value)
