@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/election"
 	"github.com/leasehold/leasehold/internal/redistest"
@@ -309,24 +307,6 @@ func TestRedissonInterop(t *testing.T) {
 		t.Fatal("Redisson could not take the lock after the leader resigned")
 	}
 	javaUnlock(t, java, "shared")
-}
-
-// javaLock runs Redisson's lock script: true when the Java side holds the lock.
-func javaLock(t *testing.T, rc rueidis.Client, name string) bool {
-	t.Helper()
-	held, err := redistest.RedissonLock(context.Background(), rc, name)
-	if err != nil {
-		t.Fatalf("Redisson lock script: %v", err)
-	}
-	return held
-}
-
-// javaUnlock runs Redisson's unlock script for the Java owner.
-func javaUnlock(t *testing.T, rc rueidis.Client, name string) {
-	t.Helper()
-	if err := redistest.RedissonUnlock(context.Background(), rc, name, "publish"); err != nil {
-		t.Fatalf("Redisson unlock script: %v", err)
-	}
 }
 
 // Bad input is reported by the first call, wrapped in a *lease.Error; New

@@ -33,6 +33,8 @@ var (
 	release    = locktest.Release
 	isLost     = locktest.IsLost
 	wantErr    = locktest.WantErr
+	javaLock   = locktest.JavaLock
+	javaUnlock = locktest.JavaUnlock
 )
 
 // watchdog is the tests' lease: a dead leader's term ends this long after

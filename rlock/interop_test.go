@@ -1,34 +1,13 @@
 package rlock_test
 
 import (
-	"context"
 	"testing"
 	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rlock"
 )
-
-// javaLock runs Redisson's lock script: true when the Java side holds the lock.
-func javaLock(t *testing.T, rc rueidis.Client, name string) bool {
-	t.Helper()
-	held, err := redistest.RedissonLock(context.Background(), rc, name)
-	if err != nil {
-		t.Fatalf("Redisson lock script: %v", err)
-	}
-	return held
-}
-
-// javaUnlock runs Redisson's unlock script for the Java owner.
-func javaUnlock(t *testing.T, rc rueidis.Client, name string) {
-	t.Helper()
-	if err := redistest.RedissonUnlock(context.Background(), rc, name, "publish"); err != nil {
-		t.Fatalf("Redisson unlock script: %v", err)
-	}
-}
 
 func TestRedissonInterop(t *testing.T) {
 	srv := redistest.Start(t)

@@ -20,6 +20,8 @@ var (
 	ctxTimeout  = locktest.Ctx
 	mustAcquire = locktest.MustAcquire
 	release     = locktest.Release
+	javaLock    = locktest.JavaLock
+	javaUnlock  = locktest.JavaUnlock
 	isLost      = locktest.IsLost
 	wantErr     = locktest.WantErr
 )

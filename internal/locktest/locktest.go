@@ -340,3 +340,23 @@ func Stream(tb testing.TB, ctx context.Context, lockers []lease.Locker, hold, st
 		}
 	}
 }
+
+// JavaLock runs Redisson's lock script on rc as the Java owner: true when the
+// Java side holds the lock name.
+func JavaLock(tb testing.TB, rc rueidis.Client, name string) bool {
+	tb.Helper()
+	held, err := redistest.RedissonLock(context.Background(), rc, name)
+	if err != nil {
+		tb.Fatalf("Redisson lock script: %v", err)
+	}
+	return held
+}
+
+// JavaUnlock runs Redisson's unlock script on rc for the Java owner,
+// publishing with PUBLISH.
+func JavaUnlock(tb testing.TB, rc rueidis.Client, name string) {
+	tb.Helper()
+	if err := redistest.RedissonUnlock(context.Background(), rc, name, "publish"); err != nil {
+		tb.Fatalf("Redisson unlock script: %v", err)
+	}
+}
