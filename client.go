@@ -14,23 +14,12 @@ import (
 // Client is a connection to Redis shared by every lock made from it: one
 // rueidis client, a unique ID (the owner prefix in Redis), the hub that wakes
 // waiters and the keeper that renews leases. It is safe for concurrent use;
-// make one per process and Close it on the way out.
-type Client struct {
-	core   *core.Client
-	opts   options
-	server server
-}
+// make one per process and Close it on the way out. Its state is kept in a
+// package the lock kinds share.
+type Client core.Client
 
-func init() {
-	core.Bind = func(client, opts any) (*core.Client, core.LockConfig) {
-		c, _ := client.(*Client)
-		los, _ := opts.([]LockOption)
-		if c == nil {
-			return nil, resolveLock(options{watchdog: DefaultWatchdog}, los)
-		}
-		return c.core, resolveLock(c.opts, los)
-	}
-}
+// core is the Client's state, as the lock kinds run on it.
+func (c *Client) core() *core.Client { return (*core.Client)(c) }
 
 // Open dials Redis with rueidis' own options (addresses, auth, TLS, sentinel,
 // cluster) and wraps the new client. It fails, with an error wrapping
@@ -77,7 +66,7 @@ func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 		rc.Close()
 		return nil, err
 	}
-	hub.Store(c.core.Hub())
+	hub.Store(c.core().Hub())
 	return c, nil
 }
 
@@ -92,12 +81,12 @@ func newClient(rc rueidis.Client, owned, tracking bool, o options) (*Client, err
 	if err := s.check(rc.Mode()); err != nil {
 		return nil, err
 	}
-	o.sharded = s.sharded
-	c := &Client{core: core.NewClient(rc, owned, tracking, o.core()), opts: o, server: s}
+	o.sharded, o.policy = s.sharded, s.policy
+	c := core.NewClient(rc, owned, tracking, o.core())
 	for _, w := range s.warnings() {
-		c.core.Warn(w)
+		c.Warn(w)
 	}
-	return c, nil
+	return (*Client)(c), nil
 }
 
 // New wraps a rueidis client the caller already has; Close leaves it open,
@@ -118,7 +107,7 @@ func New(client rueidis.Client, opts ...Option) (*Client, error) {
 
 // ID is the Client's unique id, a random UUID: the CLIENT_ID in the owner
 // field CLIENT_ID:LEASE_ID that its locks write in Redis.
-func (c *Client) ID() string { return c.core.ID() }
+func (c *Client) ID() string { return c.core().ID() }
 
 // Close reports every lease the Client still holds lost with lease.ErrClosed,
 // releases those locks (best effort, for at most 5s), and returns once every
@@ -126,7 +115,7 @@ func (c *Client) ID() string { return c.core.ID() }
 // do later calls on its locks. A Client made by Open closes its rueidis
 // client too. Close always returns nil; calling it again does nothing.
 func (c *Client) Close() error {
-	c.core.Close()
+	c.core().Close()
 	return nil
 }
 
@@ -152,7 +141,8 @@ type Stats struct {
 
 // Stats returns the Client's counters. It costs no round trip.
 func (c *Client) Stats() Stats {
-	k, h := c.core.Keeper(), c.core.Hub().Stats()
+	cc := c.core()
+	k, h := cc.Keeper(), cc.Hub().Stats()
 	return Stats{Leases: k.Len(), RenewalRounds: k.Rounds(), Subscriptions: h.Subscriptions,
-		Waiters: h.Waiters, Wakeups: h.Wakeups, MemoryPolicy: c.server.policy}
+		Waiters: h.Waiters, Wakeups: h.Wakeups, MemoryPolicy: cc.Options().MemoryPolicy}
 }

@@ -26,6 +26,7 @@ type options struct {
 	replicas       int
 	replicaTimeout time.Duration
 	name           string // WithClientName's, or defaultName
+	policy         string // the server's maxmemory-policy, read by inspect
 	id             string // the Client's id when Open named its connections after it
 	err            error
 }
@@ -34,21 +35,21 @@ type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
-// MinLease is the shortest lease WithWatchdog and WithLeaseTime accept. A
+// minLease is the shortest lease WithWatchdog and WithLeaseTime accept. A
 // holder's local deadline comes lease/50 + 2ms before the lease runs out in
 // Redis, counted from when the acquisition was sent: a lease of a few
 // milliseconds would be lost before its acquisition returned.
-const MinLease = 10 * time.Millisecond
+const minLease = 10 * time.Millisecond
 
 // WithWatchdog sets the lease of locks taken without WithLeaseTime: the
 // watchdog renews it every d/3 while the holder holds the lock, and it runs
-// out d after the holder's process dies. d must be at least MinLease.
+// out d after the holder's process dies. d must be at least 10ms.
 // Default: 30s.
 func WithWatchdog(d time.Duration) Option {
 	return optionFunc(func(o *options) {
-		if d < MinLease {
+		if d < minLease {
 			// Below it the keeper's tick, d/3, would be 0 or a busy loop.
-			o.err = fmt.Errorf("%w: watchdog %v is shorter than %v", lease.ErrInvalid, d, MinLease)
+			o.err = fmt.Errorf("%w: watchdog %v is shorter than %v", lease.ErrInvalid, d, minLease)
 			return
 		}
 		o.watchdog = d
@@ -96,7 +97,7 @@ func WithReplicas(n int, timeout time.Duration) Option {
 // core is the Client's settings as the lock packages read them.
 func (o options) core() core.Options {
 	return core.Options{Sharded: o.sharded, Watchdog: o.watchdog, Observer: o.observer, Replicas: o.replicas,
-		ReplicaTimeout: o.replicaTimeout, ID: o.id}
+		ReplicaTimeout: o.replicaTimeout, ID: o.id, MemoryPolicy: o.policy}
 }
 
 func resolve(opts []Option) (options, error) {
@@ -155,38 +156,33 @@ func defaultName() string {
 	return host + ":" + strconv.Itoa(os.Getpid())
 }
 
-// A LockOption configures one lock; every lock constructor takes them.
-type LockOption interface{ applyLock(*core.LockConfig) }
-
-type lockOptionFunc func(*core.LockConfig)
-
-func (f lockOptionFunc) applyLock(c *core.LockConfig) { f(c) }
+// A LockOption configures one lock; every lock constructor takes them. An
+// option of one kind given to a lock of another (WithQueueTimeout to an
+// rlock) fails the lock's first call with an error wrapping
+// lease.ErrInvalid that names the option.
+type LockOption = core.LockOption
 
 // WithLeaseTime sets a fixed lease with no watchdog: the lock expires d after
 // it was taken unless released first (Redisson's lock(leaseTime)), and the
-// Lease's Lost closes just before. d must be at least MinLease. Default:
-// watchdog, 30s (WithWatchdog).
+// Lease's Lost closes just before. d must be at least 10ms. Every kind takes
+// it. Default: watchdog, 30s (WithWatchdog).
 func WithLeaseTime(d time.Duration) LockOption {
-	return lockOptionFunc(func(c *core.LockConfig) {
-		if d < MinLease {
-			c.Err = fmt.Errorf("%w: lease time %v is shorter than %v", lease.ErrInvalid, d, MinLease)
+	return core.NewLockOption("leasehold.WithLeaseTime", 0, func(c *core.LockConfig) {
+		if d < minLease {
+			c.Err = fmt.Errorf("%w: lease time %v is shorter than %v", lease.ErrInvalid, d, minLease)
 			return
 		}
 		c.LeaseTime = d
 	})
 }
 
-// DefaultQueueTimeout is how long a fair-lock waiter keeps its place in the
-// queue without refreshing it, when WithQueueTimeout is not given (Redisson's
-// threadWaitTime).
-const DefaultQueueTimeout = 5 * time.Second
-
 // WithQueueTimeout sets how long a waiter of a fair lock (fairqueue) keeps its
 // place in the queue without refreshing it: a waiter that vanishes (its
 // process died) is skipped once this has passed. Live waiters refresh their
-// place well within it. Other locks ignore it. Default: 5s.
+// place well within it. Only fairqueue takes it. Default: 5s (Redisson's
+// threadWaitTime).
 func WithQueueTimeout(d time.Duration) LockOption {
-	return lockOptionFunc(func(c *core.LockConfig) {
+	return core.NewLockOption("leasehold.WithQueueTimeout", core.TakesQueueTimeout, func(c *core.LockConfig) {
 		if d <= 0 {
 			c.Err = fmt.Errorf("%w: queue timeout %v is not positive", lease.ErrInvalid, d)
 			return
@@ -196,20 +192,9 @@ func WithQueueTimeout(d time.Duration) LockOption {
 }
 
 // WithWriterPreference makes a read-write lock (rw) hold back new readers
-// while a writer waits, so a stream of readers cannot starve writers. Other
-// locks ignore it. Default: no preference, as Redisson.
+// while a writer waits, so a stream of readers cannot starve writers. Only
+// rw takes it. Default: no preference, as Redisson.
 func WithWriterPreference() LockOption {
-	return lockOptionFunc(func(c *core.LockConfig) { c.WriterPreference = true })
-}
-
-// resolveLock resolves a lock's options against its Client's settings.
-func resolveLock(o options, opts []LockOption) core.LockConfig {
-	cfg := core.LockConfig{Watchdog: o.watchdog, QueueTimeout: DefaultQueueTimeout, Observer: o.observer,
-		Replicas: o.replicas, ReplicaTimeout: o.replicaTimeout}
-	for _, opt := range opts {
-		if opt != nil {
-			opt.applyLock(&cfg)
-		}
-	}
-	return cfg
+	return core.NewLockOption("leasehold.WithWriterPreference", core.TakesWriterPreference,
+		func(c *core.LockConfig) { c.WriterPreference = true })
 }

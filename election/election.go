@@ -40,7 +40,8 @@ type Election struct {
 // terms of a fixed length (each leadership then ends that long after it was
 // won) instead of the watchdog's.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Election {
-	cc, cfg := core.Bind(c, opts)
+	cc := (*core.Client)(c)
+	cfg := cc.LockConfig(opts, 0)
 	s := lua.NewElection(name, cfg.TTL(), latch)
 	return &Election{c: cc, cfg: cfg, s: s, base: engine.New(cc, name, scope{cc}, cfg, &protocol{c: cc, s: s})}
 }

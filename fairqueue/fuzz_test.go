@@ -36,8 +36,8 @@ func FuzzFairLock(f *testing.F) {
 	f.Add("", int64(time.Second), int64(time.Second))
 	f.Add("{tag}:x", int64(time.Second), int64(1))
 	f.Add("a{}b", int64(-1), int64(-1))
-	f.Add("é-名-🔒", int64(leasehold.MinLease), int64(math.MaxInt64))
-	f.Add("short", int64(leasehold.MinLease-1), int64(time.Nanosecond))
+	f.Add("é-名-🔒", int64(minLease), int64(math.MaxInt64))
+	f.Add("short", int64(minLease-1), int64(time.Nanosecond))
 	f.Add(strings.Repeat("q", 1<<16), int64(math.MaxInt64), int64(time.Hour))
 	f.Add("nul\x00byte", int64(math.MinInt64), int64(math.MinInt64))
 	f.Fuzz(func(t *testing.T, name string, leaseTime, queueTimeout int64) {
@@ -52,7 +52,7 @@ func FuzzFairLock(f *testing.F) {
 		defer cancel()
 		l := fairqueue.New(c, name, opts...)
 		ls, err := l.TryAcquire(ctx)
-		if name == "" || (leaseTime != 0 && leaseTime < int64(leasehold.MinLease)) || queueTimeout < 0 {
+		if name == "" || (leaseTime != 0 && leaseTime < int64(minLease)) || queueTimeout < 0 {
 			if !errors.Is(err, lease.ErrInvalid) {
 				t.Fatalf("name %q, lease %v, queue timeout %v: TryAcquire = %v, want ErrInvalid",
 					name, time.Duration(leaseTime), time.Duration(queueTimeout), err)
@@ -73,3 +73,6 @@ func FuzzFairLock(f *testing.F) {
 		}
 	})
 }
+
+// minLease is the shortest lease leasehold accepts (WithWatchdog, WithLeaseTime).
+const minLease = 10 * time.Millisecond

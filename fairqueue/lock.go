@@ -43,7 +43,8 @@ var _ lease.Locker = (*Lock)(nil)
 // fixed lease instead of the watchdog, leasehold.WithQueueTimeout for how
 // long a waiter that stops asking keeps its place (default 5s).
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
-	cc, cfg := core.Bind(c, opts)
+	cc := (*core.Client)(c)
+	cfg := cc.LockConfig(opts, core.TakesQueueTimeout)
 	p := &protocol{
 		c:     cc,
 		name:  name,

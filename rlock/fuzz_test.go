@@ -23,7 +23,7 @@ func ranOut(err error, ttl time.Duration) bool {
 
 // Lock names, lease times and watchdogs from the fuzzer (the seeds run with
 // the tests; go test -fuzz FuzzLock ./rlock explores): nothing panics, bad
-// input (an empty name, a duration under leasehold.MinLease) is refused with
+// input (an empty name, a duration under minLease) is refused with
 // an error wrapping lease.ErrInvalid, and any other input takes the lock and
 // gives it back (or, for a lease of a few milliseconds, may report it ran
 // out before it was handed out). Names are binary-safe: braces, unicode, invalid UTF-8, NUL
@@ -37,8 +37,8 @@ func FuzzLock(f *testing.F) {
 	f.Add("{tag}:x", int64(time.Second), int64(time.Second))
 	f.Add("a{b", int64(-1), int64(1))
 	f.Add("x}y", int64(1), int64(2))
-	f.Add("a{}b", int64(leasehold.MinLease-1), int64(leasehold.MinLease))
-	f.Add("é-名-🔒", int64(leasehold.MinLease), int64(3))
+	f.Add("a{}b", int64(minLease-1), int64(minLease))
+	f.Add("é-名-🔒", int64(minLease), int64(3))
 	f.Add(strings.Repeat("k", 1<<16), int64(time.Hour), int64(math.MaxInt64))
 	f.Add("nul\x00byte", int64(math.MinInt64), int64(math.MinInt64))
 	f.Add("\xff\xfe not utf-8", int64(math.MaxInt64), int64(-time.Second))
@@ -48,7 +48,7 @@ func FuzzLock(f *testing.F) {
 			opts = append(opts, leasehold.WithWatchdog(time.Duration(watchdog)))
 		}
 		c, err := leasehold.New(rc, opts...)
-		if watchdog != 0 && watchdog < int64(leasehold.MinLease) {
+		if watchdog != 0 && watchdog < int64(minLease) {
 			if !errors.Is(err, lease.ErrInvalid) {
 				t.Fatalf("watchdog %v: New = %v, want ErrInvalid", time.Duration(watchdog), err)
 			}
@@ -66,7 +66,7 @@ func FuzzLock(f *testing.F) {
 		defer cancel()
 		l := rlock.New(c, name, lopts...)
 		ls, err := l.TryAcquire(ctx)
-		if name == "" || (leaseTime != 0 && leaseTime < int64(leasehold.MinLease)) {
+		if name == "" || (leaseTime != 0 && leaseTime < int64(minLease)) {
 			if !errors.Is(err, lease.ErrInvalid) {
 				t.Fatalf("name %q, lease %v: TryAcquire = %v, want ErrInvalid", name, time.Duration(leaseTime), err)
 			}
@@ -92,3 +92,6 @@ func FuzzLock(f *testing.F) {
 		}
 	})
 }
+
+// minLease is the shortest lease leasehold accepts (WithWatchdog, WithLeaseTime).
+const minLease = 10 * time.Millisecond

@@ -35,7 +35,8 @@ var _ lease.Locker = (*Lock)(nil)
 // New returns the reentrant lock name on c. Options: leasehold.WithLeaseTime
 // for a fixed lease instead of the watchdog.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
-	cc, cfg := core.Bind(c, opts)
+	cc := (*core.Client)(c)
+	cfg := cc.LockConfig(opts, 0)
 	p := &protocol{c: cc, name: name, channel: script.LockChannel(name), s: lua.NewLock(name, cfg.TTL(), latch)}
 	e := engine.New(cc, name, scope{cc}, cfg, p)
 	return &Lock{e.Bound(), e}

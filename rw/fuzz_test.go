@@ -39,8 +39,8 @@ func FuzzRWLock(f *testing.F) {
 	f.Add("{tag}:x", int64(time.Second), true)
 	f.Add("a{b", int64(-1), false)
 	f.Add("x}y:rwlock_timeout", int64(1), true)
-	f.Add("é-名-🔒", int64(leasehold.MinLease), false)
-	f.Add("short", int64(leasehold.MinLease-1), true)
+	f.Add("é-名-🔒", int64(minLease), false)
+	f.Add("short", int64(minLease-1), true)
 	f.Add(strings.Repeat("r", 1<<16), int64(math.MaxInt64), true)
 	f.Add("nul\x00byte", int64(math.MinInt64), false)
 	f.Fuzz(func(t *testing.T, name string, leaseTime int64, writerPreference bool) {
@@ -54,7 +54,7 @@ func FuzzRWLock(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		l := rw.New(c, name, opts...)
-		invalid := name == "" || (leaseTime != 0 && leaseTime < int64(leasehold.MinLease))
+		invalid := name == "" || (leaseTime != 0 && leaseTime < int64(minLease))
 		for _, side := range []lease.Locker{l.Read(), l.Write()} {
 			ls, err := side.TryAcquire(ctx)
 			if invalid {
@@ -80,3 +80,6 @@ func FuzzRWLock(f *testing.F) {
 		}
 	})
 }
+
+// minLease is the shortest lease leasehold accepts (WithWatchdog, WithLeaseTime).
+const minLease = 10 * time.Millisecond

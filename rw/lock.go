@@ -51,7 +51,8 @@ type Lock struct {
 // for a fixed lease instead of the watchdog, leasehold.WithWriterPreference to
 // hold new readers back while a writer waits (see the package doc).
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
-	cc, cfg := core.Bind(c, opts)
+	cc := (*core.Client)(c)
+	cfg := cc.LockConfig(opts, core.TakesWriterPreference)
 	readScope, writeScope := scope{c: cc}, scope{c: cc, write: true}
 	rp := &readProtocol{c: cc, name: name, lease: cfg.TTL(), writes: writeScope}
 	wp := &writeProtocol{c: cc, name: name, lease: cfg.TTL(), prefer: cfg.WriterPreference}

@@ -59,7 +59,8 @@ var _ lease.Locker = (*Semaphore)(nil)
 // Its permits are not set by New: set them once with TrySetPermits (or
 // AddPermits). Until then Acquire waits, as Redisson's does.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Semaphore {
-	cc, cfg := core.Bind(c, opts)
+	cc := (*core.Client)(c)
+	cfg := cc.LockConfig(opts, 0)
 	s := &Semaphore{c: cc, cfg: cfg, s: lua.NewSemaphore(name, cfg.TTL(), grace)}
 	s.e = s.engine(1, cfg)
 	s.unfenced = s.e.Unfenced()

@@ -1,11 +1,19 @@
-// Package access lets leasehold's own packages build the values of package
-// lease whose fields users cannot set: a Lease on a hold, and a Future.
-// Package lease fills in its variables when it is initialised; every package
-// that uses them imports lease, so they are set before first use.
+// Package access is the state behind package lease's Lease and Future, in a
+// package below both lease and the engine, so that the engine can build them
+// without hooks: lease declares
+//
+//	type Lease access.Lease
+//	type Future access.Future[*Lease]
+//
+// and gives them their methods, and the engine converts what it builds here,
+// (*lease.Lease)(access.NewLease(...)). Users cannot name this package, so
+// they can neither build a Lease nor reach its fields.
 package access
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,10 +38,61 @@ type Hold interface {
 	Release(ctx context.Context, token uint64, since time.Time) error
 }
 
-var (
-	// NewLease returns a *lease.Lease on h, acquired under parent.
-	NewLease func(h Hold, parent context.Context, token uint64, since time.Time) any
-	// NewFuture returns a *lease.Future for acquire, which returns a
-	// *lease.Lease, and the function that runs the attempt.
-	NewFuture func(ctx context.Context, acquire func(context.Context) (any, error)) (future any, run func())
-)
+// Lease is one acquisition on a hold.
+type Lease struct {
+	hold     Hold
+	token    uint64
+	parent   context.Context // the acquiring context: its values, not its cancellation
+	since    time.Time       // when acquired; set only for an observed hold
+	released atomic.Bool
+
+	mu     sync.Mutex
+	ctx    context.Context // made on first use
+	cancel context.CancelCauseFunc
+	cause  error // why ctx ended by Release; nil while not released
+}
+
+// NewLease returns a Lease on h, acquired under parent.
+func NewLease(h Hold, parent context.Context, token uint64, since time.Time) *Lease {
+	return &Lease{hold: h, token: token, parent: parent, since: since}
+}
+
+// Hold is the lease's hold.
+func (l *Lease) Hold() Hold { return l.hold }
+
+// Token is the lease's fencing token.
+func (l *Lease) Token() uint64 { return l.token }
+
+// Context is the lease's context, made on first use: the hold's, with the
+// values of the acquiring context, cancelled by Cancel too.
+func (l *Lease) Context() context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctx == nil {
+		l.ctx, l.cancel = context.WithCancelCause(l.hold.Context(l.parent))
+		if l.cause != nil {
+			l.cancel(l.cause)
+		}
+	}
+	return l.ctx
+}
+
+// Claim marks the lease released and reports whether it was held until
+// then: of two Releases at once, one claims it.
+func (l *Lease) Claim() bool { return l.released.CompareAndSwap(false, true) }
+
+// Unclaim undoes Claim after a release Redis did not confirm.
+func (l *Lease) Unclaim() { l.released.Store(false) }
+
+// Release gives up the lease's share of its hold (see Hold.Release).
+func (l *Lease) Release(ctx context.Context) error { return l.hold.Release(ctx, l.token, l.since) }
+
+// Cancel cancels the lease's context with cause, now or when it is made.
+func (l *Lease) Cancel(cause error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cause = cause
+	if l.cancel != nil {
+		l.cancel(cause)
+	}
+}

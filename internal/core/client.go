@@ -36,6 +36,8 @@ type Options struct {
 	// ID is the Client's id, given when its connections are named after it
 	// before the Client exists (leasehold.Open); empty: NewClient draws one.
 	ID string
+	// MemoryPolicy is the server's maxmemory-policy, read at Open or New.
+	MemoryPolicy string
 }
 
 // Client is the shared state of one leasehold Client.
@@ -132,6 +134,23 @@ func (c *Client) Keeper() *Keeper { return c.keeper }
 
 // Options are the Client's settings.
 func (c *Client) Options() Options { return c.opts }
+
+// LockConfig resolves the options of a lock of a kind that takes the
+// options in takes against the Client's settings. c may be nil (a nil
+// *leasehold.Client): the lock then fails at its first call.
+func (c *Client) LockConfig(opts []LockOption, takes Takes) LockConfig {
+	cfg := LockConfig{QueueTimeout: DefaultQueueTimeout}
+	if c != nil {
+		o := c.opts
+		cfg.Watchdog, cfg.Observer, cfg.Replicas, cfg.ReplicaTimeout = o.Watchdog, o.Observer, o.Replicas, o.ReplicaTimeout
+	}
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyLock(&cfg, takes)
+		}
+	}
+	return cfg
+}
 
 // NewOwner returns a fresh owner field, CLIENT_ID:LEASE_ID, for one acquisition.
 func (c *Client) NewOwner() string {

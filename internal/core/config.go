@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -47,12 +48,48 @@ func (c LockConfig) TTL() time.Duration {
 // Renewed reports whether the watchdog renews the lock's leases.
 func (c LockConfig) Renewed() bool { return c.LeaseTime == 0 }
 
-// Bind resolves what a lock constructor was given, a *leasehold.Client and
-// its LockOptions (as any: this package cannot name the root package's
-// types), into the Client's core (nil for a nil *leasehold.Client) and the
-// lock's configuration. The root package sets it when it is initialised;
-// every lock package imports the root package, so it is set before use.
-var Bind func(client any, opts any) (*Client, LockConfig)
+// Takes is the set of options a lock kind takes beyond those every kind
+// takes (WithLeaseTime): an option of another kind given to it fails its
+// first call with lease.ErrInvalid naming the option, rather than being
+// ignored.
+type Takes uint8
+
+// The options only some kinds take.
+const (
+	TakesQueueTimeout     Takes = 1 << iota // fairqueue: WithQueueTimeout
+	TakesWriterPreference                   // rw: WithWriterPreference
+)
+
+// A LockOption configures one lock; every lock constructor takes them. It
+// is sealed: only NewLockOption makes one.
+type LockOption interface{ applyLock(*LockConfig, Takes) }
+
+type lockOption struct {
+	name  string // the option's name in errors, "leasehold.WithQueueTimeout"
+	only  Takes  // the kinds that take it; 0 for every kind
+	apply func(*LockConfig)
+}
+
+func (o lockOption) applyLock(c *LockConfig, takes Takes) {
+	if o.only != 0 && takes&o.only == 0 {
+		if c.Err == nil {
+			c.Err = fmt.Errorf("%w: %s is not an option of this kind of lock", lease.ErrInvalid, o.name)
+		}
+		return
+	}
+	o.apply(c)
+}
+
+// NewLockOption returns the option name that applies f; only, when not 0,
+// is the set of kinds that take it.
+func NewLockOption(name string, only Takes, f func(*LockConfig)) LockOption {
+	return lockOption{name: name, only: only, apply: f}
+}
+
+// DefaultQueueTimeout is how long a fair-lock waiter keeps its place in the
+// queue without refreshing it, when WithQueueTimeout is not given
+// (Redisson's threadWaitTime).
+const DefaultQueueTimeout = 5 * time.Second
 
 // Class is what a failed call's error says about Redis, and so what the
 // caller does next. Every kind, its renewals and its releases decide by
@@ -110,16 +147,15 @@ func replyCode(msg string) string {
 }
 
 // NewFuture returns a Future for acquire and the function that runs it; the
-// caller runs it exactly once, in a goroutine it waits for.
+// caller runs it exactly once, in a goroutine it waits for. A lease won
+// after Cancel, or never taken by Result, is released within ReleaseTimeout.
 func NewFuture(ctx context.Context, acquire func(context.Context) (*lease.Lease, error)) (*lease.Future, func()) {
-	f, run := access.NewFuture(ctx, func(ctx context.Context) (any, error) {
-		l, err := acquire(ctx)
-		if l == nil {
-			return nil, err // not a typed nil in an interface
-		}
-		return l, err
+	f, run := access.NewFuture(ctx, acquire, func(l *lease.Lease) {
+		ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
+		defer cancel()
+		_ = l.Release(ctx) // best effort: a failed release lets the lease run out
 	})
-	return f.(*lease.Future), run
+	return (*lease.Future)(f), run
 }
 
 // paused reports whether a Redis error code says the server cannot run the

@@ -243,7 +243,7 @@ func (h *Hold) NewLease(parent context.Context, token uint64) (*lease.Lease, err
 	if h.cfg.Observer != nil {
 		since = time.Now()
 	}
-	return access.NewLease(h, parent, token, since).(*lease.Lease), nil
+	return (*lease.Lease)(access.NewLease(h, parent, token, since)), nil
 }
 
 // Lose ends the hold as lost with cause: every Lease's context is cancelled,
