@@ -8,12 +8,12 @@ import (
 	"github.com/leasehold/leasehold/lease"
 )
 
-// Defaults of Config's fields.
+// Defaults of Config's fields, as each field's doc gives them.
 const (
-	DefaultNodeTimeout = 100 * time.Millisecond
-	DefaultClockDrift  = 0.01
-	DefaultDriftMargin = 2 * time.Millisecond
-	DefaultRetryDelay  = 50 * time.Millisecond
+	defaultNodeTimeout = 100 * time.Millisecond
+	defaultClockDrift  = 0.01
+	defaultDriftMargin = 2 * time.Millisecond
+	defaultRetryDelay  = 50 * time.Millisecond
 )
 
 // Config tunes Multi and RedLock (MultiWith, RedLockWith). A zero field
@@ -58,16 +58,16 @@ func (c Config) check() error {
 
 func (c Config) withDefaults() Config {
 	if c.NodeTimeout == 0 {
-		c.NodeTimeout = DefaultNodeTimeout
+		c.NodeTimeout = defaultNodeTimeout
 	}
 	if c.ClockDrift == 0 {
-		c.ClockDrift = DefaultClockDrift
+		c.ClockDrift = defaultClockDrift
 	}
 	if c.DriftMargin == 0 {
-		c.DriftMargin = DefaultDriftMargin
+		c.DriftMargin = defaultDriftMargin
 	}
 	if c.RetryDelay == 0 {
-		c.RetryDelay = DefaultRetryDelay
+		c.RetryDelay = defaultRetryDelay
 	}
 	return c
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/internal/engine"
+	"github.com/leasehold/leasehold/internal/retry"
 	"github.com/leasehold/leasehold/lease"
 )
 
@@ -136,21 +137,22 @@ func isNil(m lease.Locker) bool {
 // ctx.Err() (wrapping the last attempt's error too) and holds nothing. If ctx
 // carries a lease of this quorum, Acquire re-enters it.
 func (q *lock) Acquire(ctx context.Context) (*lease.Lease, error) {
-	return q.named("acquire")(q.acquire(ctx, true))
+	return q.named("acquire")(q.acquire(ctx, "acquire", true))
 }
 
 // TryAcquire makes one attempt, bounded by NodeTimeout per member: an error
 // wrapping lease.ErrNotAcquired, with each member's answer, when the quorum
 // was not reached. It holds nothing on failure.
 func (q *lock) TryAcquire(ctx context.Context) (*lease.Lease, error) {
-	return q.named("try-acquire")(q.acquire(ctx, false))
+	return q.named("try-acquire")(q.acquire(ctx, "try-acquire", false))
 }
 
 // named returns a function that turns the error of operation op into the
-// quorum's *lease.Error.
+// quorum's *lease.Error, unless it is one already.
 func (q *lock) named(op string) func(*lease.Lease, error) (*lease.Lease, error) {
 	return func(l *lease.Lease, err error) (*lease.Lease, error) {
-		if err != nil {
+		var le *lease.Error
+		if err != nil && !(errors.As(err, &le) && le.Name == q.name) {
 			err = &lease.Error{Op: op, Name: q.name, Err: err}
 		}
 		return l, err
@@ -166,12 +168,12 @@ func (q *lock) AcquireAsync(ctx context.Context) *lease.Future {
 	return f
 }
 
-func (q *lock) acquire(ctx context.Context, wait bool) (*lease.Lease, error) {
+func (q *lock) acquire(ctx context.Context, op string, wait bool) (*lease.Lease, error) {
 	if q.err != nil {
 		return nil, q.err
 	}
 	if ctx.Err() != nil {
-		return nil, q.ctxErr(ctx, nil)
+		return nil, core.CtxErr(ctx, op, q.name, nil)
 	}
 	if h := core.HoldFrom(ctx, q, q.name); h != nil {
 		return q.reenter(ctx, h)
@@ -183,8 +185,8 @@ func (q *lock) acquire(ctx context.Context, wait bool) (*lease.Lease, error) {
 		case ls != nil:
 			return ls, nil
 		case ctx.Err() != nil:
-			return nil, q.ctxErr(ctx, err)
-		case !wait || permanent(err):
+			return nil, core.CtxErr(ctx, op, q.name, err)
+		case !wait || !retry.Transient(err):
 			return nil, err
 		}
 		first = next
@@ -192,7 +194,7 @@ func (q *lock) acquire(ctx context.Context, wait bool) (*lease.Lease, error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, q.ctxErr(ctx, err)
+			return nil, core.CtxErr(ctx, op, q.name, err)
 		case <-t.C:
 		}
 	}
@@ -384,18 +386,4 @@ func releaseLeases(ctx context.Context, leases []*lease.Lease) []error {
 	}
 	wg.Wait()
 	return errs
-}
-
-// permanent reports an error no later attempt can cure.
-func permanent(err error) bool {
-	return errors.Is(err, lease.ErrInvalid) || errors.Is(err, lease.ErrClosed)
-}
-
-// ctxErr is the error of an acquisition whose ctx ended: it wraps ctx.Err()
-// (and the last attempt's error, if any) and names the lock.
-func (q *lock) ctxErr(ctx context.Context, last error) error {
-	if last != nil && !errors.Is(last, ctx.Err()) {
-		return fmt.Errorf("%w (last attempt: %w)", ctx.Err(), last)
-	}
-	return ctx.Err()
 }

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold/internal/access"
 	"github.com/leasehold/leasehold/lease"
@@ -91,61 +88,6 @@ func NewLockOption(name string, only Takes, f func(*LockConfig)) LockOption {
 // (Redisson's threadWaitTime).
 const DefaultQueueTimeout = 5 * time.Second
 
-// Class is what a failed call's error says about Redis, and so what the
-// caller does next. Every kind, its renewals and its releases decide by
-// Classify, so that one reply never means two things in two places.
-type Class int
-
-const (
-	// Final: Redis refused the command for good (WRONGTYPE, a script's
-	// error, NOPERM, an unknown command), or the input, the Client or the
-	// replicas failed it. The command wrote nothing; fail at once.
-	Final Class = iota
-	// Pause: Redis answered that it cannot serve the command now and will
-	// soon (see paused). The command did not run; retry with backoff
-	// until the caller's ctx ends.
-	Pause
-	// Unknown: no reply (a cut connection, a timeout, a ctx that ended):
-	// the command may or may not have run. Undo what it may have done,
-	// then retry as after a pause.
-	Unknown
-)
-
-// Classify says which Class err is of; nil is Final.
-func Classify(err error) Class {
-	if err == nil {
-		return Final
-	}
-	if e, ok := rueidis.IsRedisErr(err); ok {
-		if paused(replyCode(e.Error())) {
-			return Pause
-		}
-		return Final
-	}
-	if errors.Is(err, lease.ErrInvalid) || errors.Is(err, lease.ErrClosed) ||
-		errors.Is(err, lease.ErrNotReplicated) || errors.Is(err, lease.ErrRedis) {
-		return Final
-	}
-	return Unknown
-}
-
-// Transient reports whether err may pass: a Pause or an Unknown.
-func Transient(err error) bool { return Classify(err) != Final }
-
-// replyCode is the error code of a Redis error reply: its first word, or,
-// for Redis 6's wrapping of an error raised inside a script ("ERR Error
-// running script ...: -READONLY You can't write ..."), the code of the
-// error the script met.
-func replyCode(msg string) string {
-	if rest, ok := strings.CutPrefix(strings.TrimPrefix(msg, "ERR "), "Error running script"); ok {
-		if i := strings.Index(rest, ": -"); i >= 0 {
-			msg = rest[i+3:]
-		}
-	}
-	code, _, _ := strings.Cut(msg, " ")
-	return code
-}
-
 // NewFuture returns a Future for acquire and the function that runs it; the
 // caller runs it exactly once, in a goroutine it waits for. A lease won
 // after Cancel, or never taken by Result, is released within ReleaseTimeout.
@@ -158,24 +100,13 @@ func NewFuture(ctx context.Context, acquire func(context.Context) (*lease.Lease,
 	return (*lease.Future)(f), run
 }
 
-// paused reports whether a Redis error code says the server cannot run the
-// command now and will soon: a slot being migrated whose keys are split
-// across nodes, or one of Redisson's keys (a channel, a latch: never
-// written) not yet moved (TRYAGAIN); a cluster between a primary's failure
-// and its replica's promotion (CLUSTERDOWN); a server loading its data
-// (LOADING); a replica that lost its primary (MASTERDOWN); a former primary,
-// now a replica, reached before the client learnt of the failover
-// (READONLY; a Client opened on a replica fails at Open instead); a script
-// of someone else's running past busy-reply-threshold (BUSY); memory full
-// under noeviction, which frees as keys expire or are deleted (OOM: Redis
-// refuses a script's first write, so nothing was written); too few replicas
-// for min-replicas-to-write (NOREPLICAS); a failed background save that
-// stops writes until the next one succeeds (MISCONF). The command did not
-// run.
-func paused(code string) bool {
-	switch code {
-	case "TRYAGAIN", "CLUSTERDOWN", "LOADING", "MASTERDOWN", "READONLY", "BUSY", "OOM", "NOREPLICAS", "MISCONF":
-		return true
+
+// CtxErr is the error of operation op on the lock name whose ctx ended: it
+// wraps ctx.Err(), and the last attempt's error if there was one (errors.Is finds
+// either: a RedLock that ran out of time says it was not acquired).
+func CtxErr(ctx context.Context, op, name string, last error) error {
+	if last != nil && !errors.Is(last, ctx.Err()) {
+		return Errorf(op, name, "%w (last attempt: %w)", ctx.Err(), last)
 	}
-	return false
+	return Errorf(op, name, "%w", ctx.Err())
 }

@@ -9,9 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
-
 	"github.com/leasehold/leasehold/internal/access"
+	"github.com/leasehold/leasehold/internal/retry"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/script"
 )
@@ -385,7 +384,7 @@ func (h *Hold) release(ctx context.Context) error {
 		h.leases++
 		h.releasing = false
 		h.mu.Unlock()
-		if !Transient(err) {
+		if !retry.Transient(err) {
 			return err // Redis' error reply, naming the lock
 		}
 		return Errorf("release", h.cfg.Name, "not confirmed within %v, so the lease is still held "+
@@ -423,24 +422,18 @@ func (h *Hold) release(ctx context.Context) error {
 func (h *Hold) releaseRetrying(ctx context.Context, all bool) error {
 	id := NewRequestID()
 	err := h.cfg.Release(ctx, id, all)
-	if err == nil || errors.Is(err, lease.ErrNotHeld) || ctx.Err() != nil || !Transient(err) {
+	if !retry.Transient(err) || ctx.Err() != nil {
 		return err
 	}
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 20 * time.Millisecond
-	b.MaxInterval = time.Second
-	b.MaxElapsedTime = ReleaseTimeout
-	b.Reset() // the first interval was set from the defaults
-	return backoff.Retry(func() error {
+	ctx, cancel := context.WithTimeout(ctx, ReleaseTimeout)
+	defer cancel()
+	return retry.Do(ctx, func() error {
 		err := h.cfg.Release(ctx, id, all)
 		if errors.Is(err, lease.ErrNotHeld) && all && h.beforeDeadline() {
 			return nil // an earlier try released it
 		}
-		if err != nil && !errors.Is(err, lease.ErrNotHeld) && ctx.Err() == nil && Transient(err) {
-			return err
-		}
-		return backoff.Permanent(err)
-	}, backoff.WithContext(b, ctx))
+		return err
+	})
 }
 
 // beforeDeadline reports whether the hold's local deadline is known and not

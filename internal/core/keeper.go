@@ -6,11 +6,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/redis/rueidis"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/leasehold/leasehold/internal/lua"
+	"github.com/leasehold/leasehold/internal/retry"
 	"github.com/leasehold/leasehold/lease"
 )
 
@@ -115,29 +115,25 @@ func (k *Keeper) run() {
 	defer tick.Stop()
 	// Renewals that failed for want of Redis are retried sooner than the next
 	// tick, with backoff, so that one dropped reply does not cost a lease.
-	retry := time.NewTimer(time.Hour)
-	retry.Stop()
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = k.interval / 20
+	again := time.NewTimer(time.Hour)
+	again.Stop()
 	// At most a quarter of the interval: after an outage (a failover takes
 	// seconds) the first renewal that can succeed must come well before
 	// the leases' deadlines, a whole lease after their last confirmation.
-	b.MaxInterval = k.interval / 4
-	b.MaxElapsedTime = 0
-	b.Reset() // the first interval was set from the defaults
+	b := retry.Backoff(k.interval/20, k.interval/4)
 	var failed []*Hold
 	for {
 		select {
 		case <-k.ctx.Done():
-			retry.Stop()
+			again.Stop()
 			return
 		case <-tick.C:
 			failed = k.round(k.renewable())
-		case <-retry.C:
+		case <-again.C:
 			failed = k.round(failed)
 		}
 		if len(failed) > 0 {
-			retry.Reset(b.NextBackOff())
+			again.Reset(b.NextBackOff())
 		} else {
 			b.Reset()
 		}

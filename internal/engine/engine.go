@@ -19,6 +19,7 @@ import (
 	"github.com/leasehold/leasehold/event"
 	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/internal/lua"
+	"github.com/leasehold/leasehold/internal/retry"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/script"
 )
@@ -189,7 +190,7 @@ func (e *Engine) acquire(ctx context.Context, op string, wait bool, n *int) (*le
 	}
 	*n++
 	ls, g, err := e.attempt(ctx, op, owner, wait)
-	if ls != nil || (err != nil && !core.Transient(err)) {
+	if ls != nil || (err != nil && !retry.Transient(err)) {
 		return ls, err
 	}
 	if !wait {
@@ -198,7 +199,7 @@ func (e *Engine) acquire(ctx context.Context, op string, wait bool, n *int) (*le
 		}
 		return nil, core.Errorf(op, e.name, "%w", lease.ErrNotAcquired)
 	}
-	if core.Classify(err) == core.Unknown {
+	if retry.Classify(err) == retry.Unknown {
 		owner = e.client.NewOwner() // the first is being undone: see attempt
 	}
 	return e.wait(ctx, op, owner, mark, g, err, n)
@@ -239,11 +240,7 @@ func (e *Engine) wait(ctx context.Context, op, owner string, mark event.Mark, g 
 		}
 	}()
 
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 10 * time.Millisecond
-	b.MaxInterval = time.Second
-	b.MaxElapsedTime = 0
-	b.Reset() // the first interval was set from the defaults
+	b := retry.Backoff(10*time.Millisecond, time.Second)
 	t := e.clock.NewTimer(e.pause(g, err, b))
 	defer t.Stop()
 	lastErr := err
@@ -266,12 +263,12 @@ func (e *Engine) wait(ctx context.Context, op, owner string, mark event.Mark, g 
 		case ls != nil:
 			held = true
 			return ls, nil
-		case err != nil && !core.Transient(err):
+		case err != nil && !retry.Transient(err):
 			return nil, err
 		case err != nil && ctx.Err() != nil:
 			passOn = true // our attempt may have been the one a wake-up was for
 			return nil, e.ctxErr(ctx, op, err)
-		case err != nil && core.Classify(err) == core.Pause:
+		case err != nil && retry.Classify(err) == retry.Pause:
 			// Redis did not run the script (BUSY, LOADING, a failover):
 			// the owner has nothing to undo; back off and try again.
 			lastErr = err
@@ -344,13 +341,13 @@ func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lea
 	sent := time.Now()
 	g, err := e.proto.Try(ctx, owner, wait)
 	if err != nil {
-		switch core.Classify(err) {
-		case core.Unknown:
+		switch retry.Classify(err) {
+		case retry.Unknown:
 			// The script may have run though its reply was lost: undo
 			// whatever it may have taken, without making the caller wait.
 			e.cleanup(owner)
 			return nil, g, err
-		case core.Pause:
+		case retry.Pause:
 			return nil, g, err // it did not run: nothing to undo
 		}
 		return nil, g, e.redisErr(op, err)
@@ -400,7 +397,7 @@ func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lea
 func (e *Engine) release(ctx context.Context, owner, id string, all bool) error {
 	n, err := e.proto.Release(ctx, owner, id, all)
 	switch {
-	case err != nil && !core.Transient(err):
+	case err != nil && !retry.Transient(err):
 		return e.redisErr("release", err)
 	case err != nil:
 		return err
@@ -525,16 +522,16 @@ func (e *Engine) abandon(owner string) {
 	e.client.Go(func() {
 		ctx, cancel := context.WithTimeout(e.client.Context(), e.cfg.TTL())
 		defer cancel()
-		retry(ctx, func() error { return a.Abandon(ctx, owner) })
+		_ = retry.Do(ctx, func() error { return a.Abandon(ctx, owner) })
 	})
 }
 
 func (e *Engine) undo(ctx context.Context, owner string) {
 	if a, ok := e.proto.(Abandoner); ok {
-		retry(ctx, func() error { return a.Abandon(ctx, owner) })
+		_ = retry.Do(ctx, func() error { return a.Abandon(ctx, owner) })
 	}
 	id := core.NewRequestID()
-	retry(ctx, func() error {
+	_ = retry.Do(ctx, func() error {
 		if err := e.release(ctx, owner, id, true); !errors.Is(err, lease.ErrNotHeld) {
 			return err
 		}
@@ -542,21 +539,8 @@ func (e *Engine) undo(ctx context.Context, owner string) {
 	})
 }
 
-// retry runs op until it succeeds or ctx ends, backing off between tries.
-func retry(ctx context.Context, op func() error) {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 20 * time.Millisecond
-	b.MaxInterval = time.Second
-	b.MaxElapsedTime = 0
-	b.Reset() // the first interval was set from the defaults
-	_ = backoff.Retry(op, backoff.WithContext(b, ctx))
-}
 
-// ctxErr is the error of an acquisition whose ctx ended: it wraps ctx.Err()
-// and names the lock, and the last attempt's error if there was one.
+// ctxErr is the error of an acquisition whose ctx ended.
 func (e *Engine) ctxErr(ctx context.Context, op string, last error) error {
-	if last != nil && !errors.Is(last, ctx.Err()) {
-		return core.Errorf(op, e.name, "%w (last attempt: %v)", ctx.Err(), last)
-	}
-	return core.Errorf(op, e.name, "%w", ctx.Err())
+	return core.CtxErr(ctx, op, e.name, last)
 }

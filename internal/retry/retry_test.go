@@ -1,4 +1,4 @@
-package core
+package retry
 
 import (
 	"context"
@@ -49,9 +49,11 @@ func TestClassify(t *testing.T) {
 		{"unknown command", reply("ERR unknown command 'evalsha'"), Final},
 		{"script error", reply("ERR semaphore s holds \"x\", not a number of permits"), Final},
 		{"ErrInvalid", fmt.Errorf("x: %w", lease.ErrInvalid), Final},
-		{"ErrClosed", Errorf("acquire", "n", "%w", lease.ErrClosed), Final},
+		{"ErrClosed", &lease.Error{Op: "acquire", Name: "n", Err: lease.ErrClosed}, Final},
 		{"ErrRedis", fmt.Errorf("%w: WRONGTYPE", lease.ErrRedis), Final},
 		{"ErrNotReplicated", fmt.Errorf("%w", lease.ErrNotReplicated), Final},
+		{"ErrNotHeld", fmt.Errorf("%w: released", lease.ErrNotHeld), Final},
+		{"ErrNotAcquired", fmt.Errorf("%w", lease.ErrNotAcquired), Unknown},
 		{"ctx cancelled", rc.Do(cancelled, rc.B().Ping().Build()).Error(), Unknown},
 		{"closed connection", closedErr(srv), Unknown},
 	} {
