@@ -100,7 +100,6 @@ func NewFuture(ctx context.Context, acquire func(context.Context) (*lease.Lease,
 	return (*lease.Future)(f), run
 }
 
-
 // CtxErr is the error of operation op on the lock name whose ctx ended: it
 // wraps ctx.Err(), and the last attempt's error if there was one (errors.Is finds
 // either: a RedLock that ran out of time says it was not acquired).

@@ -539,7 +539,6 @@ func (e *Engine) undo(ctx context.Context, owner string) {
 	})
 }
 
-
 // ctxErr is the error of an acquisition whose ctx ended.
 func (e *Engine) ctxErr(ctx context.Context, op string, last error) error {
 	return core.CtxErr(ctx, op, e.name, last)
