@@ -6,8 +6,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/leasehold/leasehold/event"
 	"github.com/leasehold/leasehold/internal/core"
+	"github.com/leasehold/leasehold/internal/hub"
 	"github.com/leasehold/leasehold/lease"
 )
 
@@ -39,10 +39,10 @@ func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 	}
 	// rueidis takes the hook at creation, before the hub exists: route
 	// through a pointer set once the hub is made. Nothing is tracked before.
-	var hub atomic.Pointer[event.Hub]
+	var current atomic.Pointer[hub.Hub]
 	user := opt.OnInvalidations
 	opt.OnInvalidations = func(keys []rueidis.RedisMessage) {
-		if h := hub.Load(); h != nil {
+		if h := current.Load(); h != nil {
 			h.Invalidate(keys)
 		}
 		if user != nil {
@@ -66,7 +66,7 @@ func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 		rc.Close()
 		return nil, err
 	}
-	hub.Store(c.core().Hub())
+	current.Store(c.core().Hub())
 	return c, nil
 }
 

@@ -281,7 +281,7 @@ func TestWakeOnInvalidation(t *testing.T) {
 }
 
 // A waiter that joins a channel already subscribed and silent makes no
-// second attempt (see event.Waiter.Missed); after a foreign DEL, which
+// second attempt (see hub.Waiter.Missed); after a foreign DEL, which
 // publishes nothing, both waiters still get the lock in turn.
 func TestWakeOnInvalidationLateWaiter(t *testing.T) {
 	srv := redistest.Start(t)

@@ -32,5 +32,5 @@ func ElectionChannel(name string) string { return Prefixed("leasehold_election__
 
 // ElectionMessage is the message published on ElectionChannel: read the
 // leader again. It is the message that wakes every waiter of a channel (a
-// hub's event.WakeAllMessage), so every observer hears it.
+// Client's hub wakes one waiter on any other), so every observer hears it.
 const ElectionMessage = "1"

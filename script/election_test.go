@@ -3,7 +3,7 @@ package script_test
 import (
 	"testing"
 
-	"github.com/leasehold/leasehold/event"
+	"github.com/leasehold/leasehold/internal/hub"
 	"github.com/leasehold/leasehold/script"
 )
 
@@ -24,7 +24,7 @@ func TestElectionKeyNames(t *testing.T) {
 // Every observer of a Client must hear an election message: the hub wakes
 // every waiter of a channel for this message only (any other wakes one).
 func TestElectionMessageWakesAll(t *testing.T) {
-	if script.ElectionMessage != event.WakeAllMessage {
-		t.Fatalf("ElectionMessage %q, want the hub's wake-all message %q", script.ElectionMessage, event.WakeAllMessage)
+	if script.ElectionMessage != hub.WakeAllMessage {
+		t.Fatalf("ElectionMessage %q, want the hub's wake-all message %q", script.ElectionMessage, hub.WakeAllMessage)
 	}
 }

@@ -59,7 +59,7 @@
 // failed attempt reported it), or the end of its ctx, whichever comes first.
 // Each Client keeps one subscription per semaphore however many wait, and a
 // message wakes as many of its waiters as the permits it announces serve,
-// the heaviest first (event.Counted), not all of them.
+// the heaviest first, not all of them.
 //
 // Larger requests go first. A waiter for n > 1 permits that cannot have
 // them leaves a claim (leasehold_semaphore_claims:{NAME}), and an attempt for

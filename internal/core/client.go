@@ -16,7 +16,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/leasehold/leasehold/event"
+	"github.com/leasehold/leasehold/internal/hub"
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
 )
@@ -46,7 +46,7 @@ type Client struct {
 	owned  bool // the root package created rc, so Close closes it
 	id     string
 	opts   Options
-	hub    *event.Hub
+	hub    *hub.Hub
 	keeper *Keeper
 	seq    atomic.Uint64
 	ctx    context.Context // cancelled when Close begins
@@ -63,17 +63,17 @@ type Client struct {
 func NewClient(rc rueidis.Client, owned, tracking bool, o Options) *Client {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{}
-	hubOpts := []event.HubOption{event.Warnings(func(err error) { c.Warn(err) })}
+	hubOpts := []hub.HubOption{hub.Warnings(func(err error) { c.Warn(err) })}
 	if o.Sharded {
 		// Every script run on it publishes with SPUBLISH.
 		rc = lua.Sharded{Client: rc}
-		hubOpts = append(hubOpts, event.Sharded())
+		hubOpts = append(hubOpts, hub.Sharded())
 	}
 	if o.ID == "" {
 		o.ID = NewID()
 	}
 	c.rc, c.owned, c.id, c.opts = rc, owned, o.ID, o
-	c.hub = event.NewHub(rc, tracking, hubOpts...)
+	c.hub = hub.NewHub(rc, tracking, hubOpts...)
 	c.keeper = NewKeeper(rc, o.Watchdog, WaitReplicas(o.Replicas, o.ReplicaTimeout))
 	c.ctx, c.cancel = ctx, cancel
 	return c
@@ -127,7 +127,7 @@ func (c *Client) Context() context.Context { return c.ctx }
 func (c *Client) Redis() rueidis.Client { return c.rc }
 
 // Hub is the event hub.
-func (c *Client) Hub() *event.Hub { return c.hub }
+func (c *Client) Hub() *hub.Hub { return c.hub }
 
 // Keeper is the lease keeper.
 func (c *Client) Keeper() *Keeper { return c.keeper }

@@ -16,8 +16,8 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/redis/rueidis"
 
-	"github.com/leasehold/leasehold/event"
 	"github.com/leasehold/leasehold/internal/core"
+	"github.com/leasehold/leasehold/internal/hub"
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/internal/retry"
 	"github.com/leasehold/leasehold/lease"
@@ -44,7 +44,7 @@ type Engine struct {
 	reentrant bool
 	// watchOpts register its waiters with the hub (a Counted protocol's
 	// weight).
-	watchOpts []event.WatchOption
+	watchOpts []hub.WatchOption
 }
 
 // New returns the engine of the lock name on c, of the kind p, configured by
@@ -55,7 +55,7 @@ func New(c *core.Client, name string, scope any, cfg core.LockConfig, p Protocol
 	_, never := p.(NonReentrant)
 	e.reentrant = !never
 	if w, ok := p.(Counted); ok {
-		e.watchOpts = []event.WatchOption{event.Counted(w.Weight())}
+		e.watchOpts = []hub.WatchOption{hub.Counted(w.Weight())}
 	}
 	if c != nil {
 		e.watch = hubWatcher{c.Hub()}
@@ -182,7 +182,7 @@ func (e *Engine) acquire(ctx context.Context, op string, wait bool, n *int) (*le
 		return e.reenter(ctx, op, h)
 	}
 	owner := e.client.NewOwner()
-	var mark event.Mark
+	var mark hub.Mark
 	if wait {
 		// Taken before the attempt: a release after it is either heard by
 		// then or wakes the waiter registered below (see wait).
@@ -216,7 +216,7 @@ func (e *Engine) held(ctx context.Context) *core.Hold {
 
 // wait runs attempts until one holds the lock, each after a wake-up, the
 // holder's remaining TTL, or a backoff after a Redis error.
-func (e *Engine) wait(ctx context.Context, op, owner string, mark event.Mark, g lua.Grant, err error, n *int) (*lease.Lease, error) {
+func (e *Engine) wait(ctx context.Context, op, owner string, mark hub.Mark, g lua.Grant, err error, n *int) (*lease.Lease, error) {
 	w, werr := e.register(op, owner)
 	if werr != nil {
 		return nil, werr

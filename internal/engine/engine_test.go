@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/leasehold/leasehold/event"
 	"github.com/leasehold/leasehold/internal/core"
+	"github.com/leasehold/leasehold/internal/hub"
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
 )
@@ -95,7 +95,7 @@ type fakeHub struct {
 
 func newFakeHub() *fakeHub { return &fakeHub{watched: make(chan *fakeWaiter, 8)} }
 
-func (h *fakeHub) Watch(channel, key string, opts ...event.WatchOption) (waiter, error) {
+func (h *fakeHub) Watch(channel, key string, opts ...hub.WatchOption) (waiter, error) {
 	h.mu.Lock()
 	w := &fakeWaiter{channel: channel, opts: len(opts), ready: make(chan struct{}), c: make(chan struct{}, 1), left: make(chan bool, 1),
 		quiet: h.quiet}
@@ -114,13 +114,13 @@ type fakeWaiter struct {
 	quiet   bool
 }
 
-func (h *fakeHub) Mark(string) event.Mark { return event.Mark{} }
+func (h *fakeHub) Mark(string) hub.Mark { return hub.Mark{} }
 
 func (w *fakeWaiter) Ready() <-chan struct{}      { return w.ready }
 func (w *fakeWaiter) C() <-chan struct{}          { return w.c }
 func (w *fakeWaiter) Track(context.Context) error { return nil }
 func (w *fakeWaiter) Leave(passOn bool)           { w.left <- passOn }
-func (w *fakeWaiter) Missed(event.Mark) bool      { return !w.quiet }
+func (w *fakeWaiter) Missed(hub.Mark) bool        { return !w.quiet }
 
 // answer is one scripted reply to an attempt.
 type answer struct {

@@ -44,7 +44,7 @@ type NonReentrant interface {
 // Counted is implemented by a Protocol whose channel carries counts rather
 // than unlock messages (a semaphore's, the permits available after each
 // change): each of its waiters waits for Weight permits, and the hub wakes
-// as many waiters as a message's count covers (event.Counted).
+// as many waiters as a message's count covers (hub.Counted).
 type Counted interface {
 	Weight() int
 }

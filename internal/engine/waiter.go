@@ -3,28 +3,28 @@ package engine
 import (
 	"context"
 
-	"github.com/leasehold/leasehold/event"
+	"github.com/leasehold/leasehold/internal/hub"
 )
 
 // watcher registers waiters for wake-ups: the Client's hub, or a test's.
 type watcher interface {
-	Watch(channel, key string, opts ...event.WatchOption) (waiter, error)
-	Mark(channel string) event.Mark
+	Watch(channel, key string, opts ...hub.WatchOption) (waiter, error)
+	Mark(channel string) hub.Mark
 }
 
-// waiter is one wait's registration, as *event.Waiter.
+// waiter is one wait's registration, as *hub.Waiter.
 type waiter interface {
 	Ready() <-chan struct{}
 	C() <-chan struct{}
 	Track(ctx context.Context) error
-	Missed(m event.Mark) bool
+	Missed(m hub.Mark) bool
 	Leave(passOn bool)
 }
 
 // hubWatcher is the watcher of a Client's hub.
-type hubWatcher struct{ h *event.Hub }
+type hubWatcher struct{ h *hub.Hub }
 
-func (w hubWatcher) Watch(channel, key string, opts ...event.WatchOption) (waiter, error) {
+func (w hubWatcher) Watch(channel, key string, opts ...hub.WatchOption) (waiter, error) {
 	ew, err := w.h.Watch(channel, key, opts...)
 	if err != nil {
 		return nil, err
@@ -32,4 +32,4 @@ func (w hubWatcher) Watch(channel, key string, opts ...event.WatchOption) (waite
 	return ew, nil
 }
 
-func (w hubWatcher) Mark(channel string) event.Mark { return w.h.Mark(channel) }
+func (w hubWatcher) Mark(channel string) hub.Mark { return w.h.Mark(channel) }
