@@ -53,6 +53,7 @@ func All() []*Script {
 		SemaphoreAcquire, SemaphoreRelease, SemaphoreRenew, SemaphoreAbandon,
 		SemaphoreSet, SemaphoreAdd, SemaphoreAvailable,
 		ElectionCampaign, ElectionRelease, ElectionRenew, ElectionProclaim, ElectionLeader,
+		Inspect,
 	}
 }
 

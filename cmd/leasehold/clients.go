@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/redis/rueidis"
+
+	"github.com/leasehold/leasehold/internal/lua"
 )
 
 // A leasehold Client made by Open names its connections NAME/ID
@@ -42,21 +44,20 @@ type clients struct {
 
 func newClients(rc rueidis.Client) *clients { return &clients{rc: rc} }
 
-// annotate sets the connection of each holder and waiter of the locks, and
-// of each semaphore permit held, whose Client is connected and named after
-// its ID.
-func (cl *clients) annotate(ctx context.Context, locks ...*lockState) {
+// annotate gives the locks the connections of their holders, waiters and
+// semaphore permits whose Client is connected and named after its ID.
+func (cl *clients) annotate(ctx context.Context, locks ...*lock) {
 	var asked []string
 	for _, s := range locks {
-		for _, h := range s.holders {
-			asked = append(asked, ownerClient(h.owner))
+		for _, h := range s.Holders {
+			asked = append(asked, ownerClient(h.Owner))
 		}
 		for _, w := range s.waiting() {
-			asked = append(asked, ownerClient(w.owner))
+			asked = append(asked, ownerClient(w.Owner))
 		}
-		if s.sem != nil {
-			for _, p := range s.sem.permits {
-				asked = append(asked, permitHead(p.id))
+		if s.Semaphore != nil {
+			for _, p := range s.Semaphore.Permits {
+				asked = append(asked, permitHead(p.ID))
 			}
 		}
 	}
@@ -65,34 +66,16 @@ func (cl *clients) annotate(ctx context.Context, locks ...*lockState) {
 		cl.read(ctx)
 	}
 	for _, s := range locks {
-		for i := range s.holders {
-			s.holders[i].client = cl.byID[ownerClient(s.holders[i].owner)]
-		}
-		for _, w := range s.waiting() {
-			w.client = cl.byID[ownerClient(w.owner)]
-		}
-		if s.sem != nil {
-			for i := range s.sem.permits {
-				s.sem.permits[i].client = cl.byHead[permitHead(s.sem.permits[i].id)]
-			}
-		}
+		s.byID, s.byHead = cl.byID, cl.byHead
 	}
 }
 
 // waiting are the lock's waiters of every sort: the fair queue, the waiting
 // writers, a semaphore's claims.
-func (s *lockState) waiting() []*waiter {
-	var ws []*waiter
-	for i := range s.waiters {
-		ws = append(ws, &s.waiters[i])
-	}
-	for i := range s.writers {
-		ws = append(ws, &s.writers[i])
-	}
-	if s.sem != nil {
-		for i := range s.sem.claims {
-			ws = append(ws, &s.sem.claims[i])
-		}
+func (s *lock) waiting() []lua.Waiter {
+	ws := append(append([]lua.Waiter(nil), s.Waiters...), s.Writers...)
+	if s.Semaphore != nil {
+		ws = append(ws, s.Semaphore.Claims...)
 	}
 	return ws
 }

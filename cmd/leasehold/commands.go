@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/script"
 )
 
@@ -168,11 +169,11 @@ func release(ctx context.Context, e env, name string, yes bool) error {
 		return err
 	}
 	switch {
-	case s.kind == kindNotLock:
-		return fmt.Errorf("%s is a Redis %s, not a lock: left alone", name, s.redis)
-	case s.kind == kindSemaphore:
+	case s.Kind == lua.KindNotLock:
+		return fmt.Errorf("%s is a Redis %s, not a lock: left alone", name, s.Type)
+	case s.Kind == lua.KindSemaphore:
 		return fmt.Errorf("%s is a semaphore: its permits come back when their leases end; release takes none: left alone", name)
-	case !s.held():
+	case !s.Held():
 		fmt.Fprintf(e.stdout, "%s is not held: nothing to release\n", name)
 		return nil
 	}
@@ -182,7 +183,7 @@ func release(ctx context.Context, e env, name string, yes bool) error {
 			return err
 		}
 		owners := "1 owner"
-		if n := len(s.holders); n > 1 {
+		if n := len(s.Holders); n > 1 {
 			owners = fmt.Sprintf("%d owners", n)
 		}
 		fmt.Fprintf(e.stdout, "\nForce-release %s, held by %s? Its holders lose it at their next renewal. [y/N] ", name, owners)
@@ -203,71 +204,25 @@ func release(ctx context.Context, e env, name string, yes bool) error {
 		fmt.Fprintf(e.stdout, "%s was released meanwhile: nothing to release\n", name)
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "released %s (%s); its waiters were woken\n", name, s.kind)
+	fmt.Fprintf(e.stdout, "released %s (%s); its waiters were woken\n", name, s.Kind)
 	return nil
 }
 
 // list finds lock names matching pattern on every node (a cluster's keys
 // are spread over its masters), then reads each.
 func list(ctx context.Context, e env, pattern string, count int64, asJSON bool) error {
-	names := map[string]bool{}
-	queuePrefix := strings.TrimSuffix(script.FairQueueKey(""), "{}")
-	for _, node := range e.rc.Nodes() {
-		// Held locks are hashes. A fair lock whose holder has gone while
-		// others wait has no hash, only its queue: find it by its queue.
-		err := scan(ctx, node, pattern, "hash", count, func(key string) { names[key] = true })
-		if err != nil {
-			return err
-		}
-		err = scan(ctx, node, script.FairQueueKey(pattern), "list", count, func(key string) {
-			name := strings.TrimPrefix(key, queuePrefix)
-			if strings.HasPrefix(name, "{") && strings.HasSuffix(name, "}") {
-				name = name[1 : len(name)-1]
-			}
-			names[name] = true
-		})
-		if err != nil {
-			return err
-		}
-		// A semaphore is a string; one with permits held has its set of
-		// permits, {NAME}:timeout: find it by that.
-		err = scan(ctx, node, script.SemaphoreTimeoutKey(pattern), "zset", count, func(key string) {
-			name := strings.TrimSuffix(key, ":timeout")
-			if strings.HasPrefix(name, "{") && strings.HasSuffix(name, "}") {
-				name = name[1 : len(name)-1]
-			}
-			names[name] = true
-		})
-		if err != nil {
-			return err
-		}
+	names, err := lockNames(ctx, e.rc, pattern, count)
+	if err != nil {
+		return err
 	}
-	sorted := make([]string, 0, len(names))
-	for n := range names {
-		sorted = append(sorted, n)
+	states, err := lua.InspectAll(ctx, e.rc, names)
+	if err != nil {
+		return err
 	}
-	sort.Strings(sorted)
-
-	var locks []*lockState
-	const batch = 100 // snapshots per round trip
-	for i := 0; i < len(sorted); i += batch {
-		chunk := sorted[i:min(i+batch, len(sorted))]
-		execs := make([]rueidis.LuaExec, len(chunk))
-		for j, name := range chunk {
-			execs[j] = rueidis.LuaExec{Keys: inspectKeys(name), Args: []string{script.RWKeyPrefix(name)}}
-		}
-		for j, res := range inspectScript.ExecMulti(ctx, e.rc, execs...) {
-			vals, err := res.ToArray()
-			if err != nil {
-				return fmt.Errorf("inspect %s: %w", chunk[j], err)
-			}
-			s, err := parseState(chunk[j], vals)
-			if err != nil {
-				return err
-			}
-			if s.kind != kindNotLock && (s.held() || len(s.waiters) > 0) {
-				locks = append(locks, s)
-			}
+	var locks []*lock
+	for _, s := range states {
+		if s.Kind != lua.KindNotLock && (s.Held() || len(s.Waiters) > 0) {
+			locks = append(locks, &lock{State: s})
 		}
 	}
 	e.clients.annotate(ctx, locks...)
@@ -285,6 +240,50 @@ func list(ctx context.Context, e env, pattern string, count int64, asJSON bool) 
 		return nil
 	}
 	return renderList(e.stdout, locks)
+}
+
+// lockNames are the names, sorted, of the locks on every node that match
+// pattern: held locks (hashes), fair locks with waiters only (their queue),
+// semaphores with permits held (their permits' zset).
+func lockNames(ctx context.Context, rc rueidis.Client, pattern string, count int64) ([]string, error) {
+	names := map[string]bool{}
+	queuePrefix := strings.TrimSuffix(script.FairQueueKey(""), "{}")
+	for _, node := range rc.Nodes() {
+		// Held locks are hashes. A fair lock whose holder has gone while
+		// others wait has no hash, only its queue: find it by its queue.
+		err := scan(ctx, node, pattern, "hash", count, func(key string) { names[key] = true })
+		if err != nil {
+			return nil, err
+		}
+		err = scan(ctx, node, script.FairQueueKey(pattern), "list", count, func(key string) {
+			names[unbrace(strings.TrimPrefix(key, queuePrefix))] = true
+		})
+		if err != nil {
+			return nil, err
+		}
+		// A semaphore is a string; one with permits held has its set of
+		// permits, {NAME}:timeout: find it by that.
+		err = scan(ctx, node, script.SemaphoreTimeoutKey(pattern), "zset", count, func(key string) {
+			names[unbrace(strings.TrimSuffix(key, ":timeout"))] = true
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	return sorted, nil
+}
+
+// unbrace is NAME of {NAME}, and s itself when it is not in braces.
+func unbrace(s string) string {
+	if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
+		return s[1 : len(s)-1]
+	}
+	return s
 }
 
 // scan calls found for every key of type typ matching pattern on one node,

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/lua"
 )
 
 // lockJSON is a lock as -json prints it, the same for inspect, list and
@@ -110,80 +112,87 @@ type waiterJSON struct {
 }
 
 // kindJSON is a kind as -json names it: one word.
-func kindJSON(k kind) string {
-	if k == kindNotLock {
+func kindJSON(k lua.Kind) string {
+	if k == lua.KindNotLock {
 		return "not_a_lock"
 	}
 	return k.String()
 }
 
 // toJSON is s as -json prints it.
-func toJSON(s *lockState) lockJSON {
+func toJSON(s *lock) lockJSON {
 	j := lockJSON{
-		Name:           s.name,
-		Kind:           kindJSON(s.kind),
-		RedisType:      s.redis,
-		Token:          s.token,
-		Holders:        make([]holderJSON, 0, len(s.holders)),
-		Waiters:        make([]waiterJSON, 0, len(s.waiters)),
-		WaitingWriters: make([]waiterJSON, 0, len(s.writers)),
-		Time:           s.at.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+		Name:           s.Name,
+		Kind:           kindJSON(s.Kind),
+		RedisType:      s.Type,
+		Token:          s.Token,
+		Holders:        make([]holderJSON, 0, len(s.Holders)),
+		Waiters:        make([]waiterJSON, 0, len(s.Waiters)),
+		WaitingWriters: make([]waiterJSON, 0, len(s.Writers)),
+		Time:           s.At.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
 	}
-	if s.kind == kindRW {
-		j.Mode = &s.mode
+	if s.Kind == lua.KindRW {
+		j.Mode = &s.Mode
 	}
-	if l := s.leader; l != nil {
-		j.Leader = &leaderJSON{Value: l.value, Term: l.term, Owner: l.owner}
+	if l := s.Leader; l != nil {
+		j.Leader = &leaderJSON{Value: l.Value, Term: l.Term, Owner: l.Owner}
 	}
-	if s.held() && s.sem == nil {
+	if s.Held() && s.Semaphore == nil {
 		ttl := int64(-1)
-		if s.ttl >= 0 {
-			ttl = s.ttl.Milliseconds()
+		if s.TTL >= 0 {
+			ttl = s.TTL.Milliseconds()
 		}
 		j.TTLms = &ttl
 	}
-	for _, h := range s.holders {
-		hj := holderJSON{Owner: h.owner, Count: h.count, Write: h.write, Client: clientToJSON(h.client)}
-		if s.kind == kindRW && !h.write {
-			hj.ReadsTTLms = make([]int64, len(h.reads))
-			for i, d := range h.reads {
+	for _, h := range s.Holders {
+		hj := holderJSON{Owner: h.Owner, Count: h.Count, Write: h.Write, Client: clientToJSON(s.conn(h.Owner))}
+		if s.Kind == lua.KindRW && !h.Write {
+			hj.ReadsTTLms = make([]int64, len(h.Reads))
+			for i, d := range h.Reads {
 				hj.ReadsTTLms[i] = millis(d)
 			}
 		}
 		j.Holders = append(j.Holders, hj)
 	}
-	for _, w := range s.waiters {
-		j.Waiters = append(j.Waiters, waiterToJSON(w))
+	for _, w := range s.Waiters {
+		j.Waiters = append(j.Waiters, waiterToJSON(s, w))
 	}
-	for _, w := range s.writers {
-		j.WaitingWriters = append(j.WaitingWriters, waiterToJSON(w))
+	for _, w := range s.Writers {
+		j.WaitingWriters = append(j.WaitingWriters, waiterToJSON(s, w))
 	}
-	if sem := s.sem; sem != nil {
-		sj := &semaphoreJSON{Holders: sem.holders(), Permits: make([]permitJSON, 0, len(sem.permits)),
-			Claims: make([]waiterJSON, 0, len(sem.claims))}
-		if sem.set {
-			total, available := sem.total(), sem.available
-			sj.Total, sj.Available = &total, &available
-		}
-		for i, p := range sem.permits {
-			ttl := p.left.Milliseconds()
-			if p.never {
-				ttl = -1
-			}
-			sj.Permits = append(sj.Permits, permitJSON{ID: p.id, TTLms: ttl, Client: clientToJSON(p.client)})
-			if i == 0 { // the soonest expiry, as list's TTL
-				j.TTLms = &ttl
-			}
-		}
-		for _, l := range sem.leases() {
-			j.Holders = append(j.Holders, holderJSON{Owner: l.id, Count: l.permits, Client: clientToJSON(l.client)})
-		}
-		for _, c := range sem.claims {
-			sj.Claims = append(sj.Claims, waiterToJSON(c))
-		}
-		j.Semaphore = sj
+	if s.Semaphore != nil {
+		semaphoreToJSON(&j, s)
 	}
 	return j
+}
+
+// semaphoreToJSON sets j's semaphore, its holders (the leases holding
+// permits) and its TTL (the soonest expiry of a permit held, as list's).
+func semaphoreToJSON(j *lockJSON, s *lock) {
+	sem := s.Semaphore
+	sj := &semaphoreJSON{Holders: len(sem.Leases()), Permits: make([]permitJSON, 0, len(sem.Permits)),
+		Claims: make([]waiterJSON, 0, len(sem.Claims))}
+	if sem.Set {
+		total, available := sem.Total(), sem.Available
+		sj.Total, sj.Available = &total, &available
+	}
+	for i, p := range sem.Permits {
+		ttl := p.Left.Milliseconds()
+		if p.Never {
+			ttl = -1
+		}
+		sj.Permits = append(sj.Permits, permitJSON{ID: p.ID, TTLms: ttl, Client: clientToJSON(s.permitConn(p.ID))})
+		if i == 0 { // the soonest expiry, as list's TTL
+			j.TTLms = &ttl
+		}
+	}
+	for _, l := range sem.Leases() {
+		j.Holders = append(j.Holders, holderJSON{Owner: l.ID, Count: l.Permits, Client: clientToJSON(s.permitConn(l.ID))})
+	}
+	for _, c := range sem.Claims {
+		sj.Claims = append(sj.Claims, waiterToJSON(s, c))
+	}
+	j.Semaphore = sj
 }
 
 func clientToJSON(c *conn) *clientJSON {
@@ -193,10 +202,11 @@ func clientToJSON(c *conn) *clientJSON {
 	return &clientJSON{Name: c.name, Addr: c.addr}
 }
 
-func waiterToJSON(w waiter) waiterJSON {
-	wj := waiterJSON{Owner: w.owner, Client: clientToJSON(w.client)}
-	if w.known {
-		left := w.left.Milliseconds()
+// waiterToJSON is w, a waiter of s, as -json prints it.
+func waiterToJSON(s *lock, w lua.Waiter) waiterJSON {
+	wj := waiterJSON{Owner: w.Owner, Client: clientToJSON(s.conn(w.Owner))}
+	if w.Known {
+		left := w.Left.Milliseconds()
 		wj.TTLms = &left
 	}
 	return wj
@@ -211,7 +221,7 @@ func millis(d time.Duration) int64 {
 }
 
 // renderJSON writes s as one line of JSON.
-func renderJSON(w io.Writer, s *lockState) error {
+func renderJSON(w io.Writer, s *lock) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false) // lock names such as a<b stay readable
 	return enc.Encode(toJSON(s))

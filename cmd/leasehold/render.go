@@ -7,23 +7,25 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/lua"
 )
 
 // describe is the long name of each kind, as inspect shows it.
-var describe = map[kind]string{
-	kindFree:      "free (no lock key)",
-	kindRLock:     "rlock (reentrant lock)",
-	kindFair:      "fair (fair lock, FIFO)",
-	kindRW:        "rw (read-write lock)",
-	kindElection:  "election (leader election: an rlock and its leader key)",
-	kindSemaphore: "semaphore (permits, Redisson's RPermitExpirableSemaphore)",
-	kindNotLock:   "not a lock",
+var describe = map[lua.Kind]string{
+	lua.KindFree:      "free (no lock key)",
+	lua.KindRLock:     "rlock (reentrant lock)",
+	lua.KindFair:      "fair (fair lock, FIFO)",
+	lua.KindRW:        "rw (read-write lock)",
+	lua.KindElection:  "election (leader election: an rlock and its leader key)",
+	lua.KindSemaphore: "semaphore (permits, Redisson's RPermitExpirableSemaphore)",
+	lua.KindNotLock:   "not a lock",
 }
 
 // render writes s as inspect shows it. Without times it leaves out every
 // duration, which changes on each look: watch compares those renderings to
 // tell a change of state from the clock running.
-func render(w io.Writer, s *lockState, times bool) error {
+func render(w io.Writer, s *lock, times bool) error {
 	dur := func(d time.Duration) string {
 		if !times {
 			return "-"
@@ -31,23 +33,38 @@ func render(w io.Writer, s *lockState, times bool) error {
 		return duration(d)
 	}
 	head := table(w, "")
-	head.row("name", s.name)
-	if s.kind == kindNotLock {
-		head.row("kind", fmt.Sprintf("not a lock (a Redis %s)", s.redis))
+	head.row("name", s.Name)
+	if s.Kind == lua.KindNotLock {
+		head.row("kind", fmt.Sprintf("not a lock (a Redis %s)", s.Type))
 		return head.flush()
 	}
-	head.row("kind", describe[s.kind])
-	if s.sem != nil {
-		return renderSemaphore(w, head, s.sem, dur)
+	head.row("kind", describe[s.Kind])
+	if s.Semaphore != nil {
+		return renderSemaphore(w, head, s, dur)
 	}
-	if s.mode != "" {
-		head.row("mode", s.mode)
+	renderHead(head, s, dur)
+	if err := head.flush(); err != nil {
+		return err
 	}
-	if l := s.leader; l != nil {
-		head.row("leader", strconv.Quote(l.value))
-		head.row("term", fmt.Sprint(l.term))
+	if s.Held() {
+		if err := renderHolders(w, s, dur); err != nil {
+			return err
+		}
 	}
-	switch n := len(s.holders); {
+	return renderWaiters(w, s, dur)
+}
+
+// renderHead writes the rows of a lock's head below its name and kind: mode,
+// leader, state, TTL, token.
+func renderHead(head tab, s *lock, dur func(time.Duration) string) {
+	if s.Mode != "" {
+		head.row("mode", s.Mode)
+	}
+	if l := s.Leader; l != nil {
+		head.row("leader", strconv.Quote(l.Value))
+		head.row("term", fmt.Sprint(l.Term))
+	}
+	switch n := len(s.Holders); {
 	case n == 0:
 		head.row("state", "free")
 	case n == 1:
@@ -55,72 +72,74 @@ func render(w io.Writer, s *lockState, times bool) error {
 	default:
 		head.row("state", fmt.Sprintf("held by %d owners", n))
 	}
-	if s.held() {
-		if s.ttl < 0 {
+	if s.Held() {
+		if s.TTL < 0 {
 			head.row("ttl", "none: the lock never expires")
 		} else {
-			head.row("ttl", dur(s.ttl))
+			head.row("ttl", dur(s.TTL))
 		}
 	}
-	if s.token > 0 {
-		head.row("token", fmt.Sprint(s.token))
+	if s.Token > 0 {
+		head.row("token", fmt.Sprint(s.Token))
 	} else {
 		head.row("token", "none drawn yet")
 	}
-	if err := head.flush(); err != nil {
-		return err
-	}
+}
 
-	if s.held() {
-		fmt.Fprintln(w, "holders")
-		t := table(w, "  ")
-		if s.kind == kindRW {
-			t.row("OWNER", "AS", "HOLDS", "HOLD TTLS", "CLIENT")
-		} else {
-			t.row("OWNER", "HOLDS", "CLIENT")
-		}
-		for _, h := range s.holders {
-			switch {
-			case s.kind != kindRW:
-				t.row(h.owner, fmt.Sprint(h.count), h.client.String())
-			case h.write:
-				t.row(h.owner, "write", fmt.Sprint(h.count), "-", h.client.String()) // timed by the lock's TTL
-			default:
-				ttls := make([]string, len(h.reads))
-				for i, d := range h.reads {
-					switch {
-					case d < 0:
-						ttls[i] = "no-expiry"
-					case d == 0:
-						ttls[i] = "expired" // its key is gone: that hold ran out
-					default:
-						ttls[i] = dur(d)
-					}
+// renderHolders writes the table of a held lock's holders; a read-write
+// lock's shows which way each holds and its read holds' TTLs.
+func renderHolders(w io.Writer, s *lock, dur func(time.Duration) string) error {
+	fmt.Fprintln(w, "holders")
+	t := table(w, "  ")
+	if s.Kind == lua.KindRW {
+		t.row("OWNER", "AS", "HOLDS", "HOLD TTLS", "CLIENT")
+	} else {
+		t.row("OWNER", "HOLDS", "CLIENT")
+	}
+	for _, h := range s.Holders {
+		client := s.conn(h.Owner).String()
+		switch {
+		case s.Kind != lua.KindRW:
+			t.row(h.Owner, fmt.Sprint(h.Count), client)
+		case h.Write:
+			t.row(h.Owner, "write", fmt.Sprint(h.Count), "-", client) // timed by the lock's TTL
+		default:
+			ttls := make([]string, len(h.Reads))
+			for i, d := range h.Reads {
+				switch {
+				case d < 0:
+					ttls[i] = "no-expiry"
+				case d == 0:
+					ttls[i] = "expired" // its key is gone: that hold ran out
+				default:
+					ttls[i] = dur(d)
 				}
-				t.row(h.owner, "read", fmt.Sprint(h.count), strings.Join(ttls, " "), h.client.String())
 			}
-		}
-		if err := t.flush(); err != nil {
-			return err
+			t.row(h.Owner, "read", fmt.Sprint(h.Count), strings.Join(ttls, " "), client)
 		}
 	}
-	if len(s.waiters) > 0 {
-		fmt.Fprintf(w, "waiters (%d, oldest first)\n", len(s.waiters))
+	return t.flush()
+}
+
+// renderWaiters writes the fair queue and the waiting writers, if any.
+func renderWaiters(w io.Writer, s *lock, dur func(time.Duration) string) error {
+	if len(s.Waiters) > 0 {
+		fmt.Fprintf(w, "waiters (%d, oldest first)\n", len(s.Waiters))
 		t := table(w, "  ")
 		t.row("#", "OWNER", "KEEPS ITS PLACE FOR", "CLIENT")
-		for i, wt := range s.waiters {
-			t.row(fmt.Sprint(i+1), wt.owner, place(wt, dur), wt.client.String())
+		for i, wt := range s.Waiters {
+			t.row(fmt.Sprint(i+1), wt.Owner, place(wt, dur), s.conn(wt.Owner).String())
 		}
 		if err := t.flush(); err != nil {
 			return err
 		}
 	}
-	if len(s.writers) > 0 {
-		fmt.Fprintf(w, "waiting writers (%d), holding new readers back (writer preference)\n", len(s.writers))
+	if len(s.Writers) > 0 {
+		fmt.Fprintf(w, "waiting writers (%d), holding new readers back (writer preference)\n", len(s.Writers))
 		t := table(w, "  ")
 		t.row("OWNER", "ANNOUNCED FOR", "CLIENT")
-		for _, wt := range s.writers {
-			t.row(wt.owner, place(wt, dur), wt.client.String())
+		for _, wt := range s.Writers {
+			t.row(wt.Owner, place(wt, dur), s.conn(wt.Owner).String())
 		}
 		return t.flush()
 	}
@@ -129,50 +148,52 @@ func render(w io.Writer, s *lockState, times bool) error {
 
 // renderSemaphore writes the rest of a semaphore's inspect: its count, the
 // permits held with their expiry, the waiters for several permits.
-func renderSemaphore(w io.Writer, head tab, s *semState, dur func(time.Duration) string) error {
-	if !s.set {
+func renderSemaphore(w io.Writer, head tab, s *lock, dur func(time.Duration) string) error {
+	sem := s.Semaphore
+	if !sem.Set {
 		head.row("permits", "not set: takers wait until they are (TrySetPermits)")
 	} else {
-		head.row("total", fmt.Sprint(s.total()))
-		head.row("available", fmt.Sprint(s.available))
+		head.row("total", fmt.Sprint(sem.Total()))
+		head.row("available", fmt.Sprint(sem.Available))
 	}
-	switch n := len(s.permits); {
+	switch n := len(sem.Permits); {
 	case n == 0:
 		head.row("state", "no permit held")
 	default:
-		head.row("state", fmt.Sprintf("%d permits held by %d holders", n, s.holders()))
+		head.row("state", fmt.Sprintf("%d permits held by %d holders", n, len(sem.Leases())))
 	}
 	if err := head.flush(); err != nil {
 		return err
 	}
-	if len(s.permits) > 0 {
+	if len(sem.Permits) > 0 {
 		fmt.Fprintln(w, "permits (soonest expiry first)")
 		t := table(w, "  ")
 		t.row("PERMIT", "EXPIRES IN", "CLIENT")
-		for _, p := range s.permits {
+		for _, p := range sem.Permits {
+			client := s.permitConn(p.ID).String()
 			switch {
-			case p.never:
-				t.row(p.id, "never (taken without a lease)", p.client.String())
-			case p.left <= 0:
-				t.row(p.id, "expired: given back at the next attempt", p.client.String())
+			case p.Never:
+				t.row(p.ID, "never (taken without a lease)", client)
+			case p.Left <= 0:
+				t.row(p.ID, "expired: given back at the next attempt", client)
 			default:
-				t.row(p.id, dur(p.left), p.client.String())
+				t.row(p.ID, dur(p.Left), client)
 			}
 		}
 		if err := t.flush(); err != nil {
 			return err
 		}
 	}
-	if len(s.claims) > 0 {
-		fmt.Fprintf(w, "waiting for several permits (%d), holding smaller takers back\n", len(s.claims))
+	if len(sem.Claims) > 0 {
+		fmt.Fprintf(w, "waiting for several permits (%d), holding smaller takers back\n", len(sem.Claims))
 		t := table(w, "  ")
 		t.row("OWNER:PERMITS", "CLAIMED FOR", "CLIENT")
-		for _, c := range s.claims {
-			left := dur(c.left)
-			if c.left <= 0 {
+		for _, c := range sem.Claims {
+			left := dur(c.Left)
+			if c.Left <= 0 {
 				left = "expired: removed at the next attempt"
 			}
-			t.row(c.owner, left, c.client.String())
+			t.row(c.Owner, left, s.conn(c.Owner).String())
 		}
 		return t.flush()
 	}
@@ -194,14 +215,14 @@ func (t tab) row(cells ...string) { fmt.Fprintln(t.tw, t.indent+strings.Join(cel
 func (t tab) flush() error { return t.tw.Flush() }
 
 // place says how long a waiter keeps its place.
-func place(w waiter, dur func(time.Duration) string) string {
+func place(w lua.Waiter, dur func(time.Duration) string) string {
 	switch {
-	case !w.known:
+	case !w.Known:
 		return "no deadline: removed at the next attempt"
-	case w.left <= 0:
+	case w.Left <= 0:
 		return "expired: removed when it reaches the head"
 	}
-	return dur(w.left)
+	return dur(w.Left)
 }
 
 // duration shows d to the millisecond, the precision Redis keeps.
@@ -213,38 +234,38 @@ func duration(d time.Duration) string {
 }
 
 // renderList writes one line per lock, in the order given.
-func renderList(w io.Writer, states []*lockState) error {
+func renderList(w io.Writer, locks []*lock) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tMODE\tHOLDERS\tHOLDS\tTTL\tTOKEN\tWAITERS")
-	for _, s := range states {
-		holders, holds := len(s.holders), int64(0)
-		for _, h := range s.holders {
-			holds += h.count
+	for _, s := range locks {
+		holders, holds := len(s.Holders), int64(0)
+		for _, h := range s.Holders {
+			holds += h.Count
 		}
-		mode, ttl, waiters := s.mode, "-", len(s.waiters)+len(s.writers)
+		mode, ttl, waiters := s.Mode, "-", len(s.Waiters)+len(s.Writers)
 		if mode == "" {
 			mode = "-"
 		}
-		if s.held() {
-			ttl = duration(s.ttl)
-			if s.ttl < 0 {
+		if s.Held() {
+			ttl = duration(s.TTL)
+			if s.TTL < 0 {
 				ttl = "none"
 			}
 		}
-		if sem := s.sem; sem != nil {
+		if sem := s.Semaphore; sem != nil {
 			// MODE says how many of the total are free; TTL is the soonest
 			// expiry of a permit held.
-			mode, ttl, waiters = fmt.Sprintf("%d/%d free", sem.available, sem.total()), "-", len(sem.claims)
-			holders, holds = sem.holders(), int64(len(sem.permits))
-			if len(sem.permits) > 0 {
+			mode, ttl, waiters = fmt.Sprintf("%d/%d free", sem.Available, sem.Total()), "-", len(sem.Claims)
+			holders, holds = len(sem.Leases()), int64(len(sem.Permits))
+			if len(sem.Permits) > 0 {
 				ttl = "none"
-				if p := sem.permits[0]; !p.never {
-					ttl = duration(p.left)
+				if p := sem.Permits[0]; !p.Never {
+					ttl = duration(p.Left)
 				}
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%d\t%d\n",
-			s.name, s.kind, mode, holders, holds, ttl, s.token, waiters)
+			s.Name, s.Kind, mode, holders, holds, ttl, s.Token, waiters)
 	}
 	return tw.Flush()
 }

@@ -1,6 +1,6 @@
 -- inspect: one consistent snapshot of the lock NAME, whatever its kind and
--- whoever wrote it (leasehold or Redisson), for the leasehold command. It
--- only reads.
+-- whoever wrote it (leasehold or Redisson), for the leasehold command (Go:
+-- internal/lua's Inspect). It only reads.
 --
 -- KEYS[1]  NAME                               the lock hash
 -- KEYS[2]  redisson_lock_token:{NAME}         fencing counter
