@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
+	"github.com/leasehold/leasehold/internal/retry"
 )
 
 // Observe reports the election's leader on the returned channel: the current
@@ -48,11 +48,7 @@ func (e *Election) observe(ctx context.Context, ch chan Leader) {
 		return // the hub is closed: the Client is closing
 	}
 	defer w.Leave(false)
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 10 * time.Millisecond
-	b.MaxInterval = time.Second
-	b.MaxElapsedTime = 0
-	b.Reset() // the first interval was set from the defaults
+	b := retry.Backoff(10*time.Millisecond, time.Second)
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	ready := w.Ready()

@@ -12,8 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/redis/rueidis"
+
+	"github.com/leasehold/leasehold/internal/retry"
 )
 
 // ErrClosed is returned by Watch once the hub is closed.
@@ -291,7 +292,7 @@ func (h *Hub) subscribe(t *topic) {
 		// SUBSCRIBE, or it would cancel ours.
 		<-t.prev.done
 	}
-	b := newBackOff(20 * time.Millisecond)
+	b := retry.Backoff(20*time.Millisecond, time.Second)
 	var confirmations atomic.Int64
 	hook := h.confirmHook(t, &confirmations)
 	for {
@@ -377,16 +378,6 @@ func (h *Hub) receive(hook context.Context, t *topic) {
 	}
 }
 
-// newBackOff returns a backoff from initial up to a second that never gives up.
-func newBackOff(initial time.Duration) *backoff.ExponentialBackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = initial
-	b.MaxInterval = time.Second
-	b.MaxElapsedTime = 0
-	b.Reset() // the first interval was set from the defaults
-	return b
-}
-
 // unsubscribe drops t's subscription in Redis, best effort, once the server
 // is known not to be running a script past busy-reply-threshold.
 //
@@ -401,11 +392,11 @@ func newBackOff(initial time.Duration) *backoff.ExponentialBackOff {
 // with backoff, for as long as the hub is open. Messages on a channel no
 // waiter watches are dropped meanwhile.
 func (h *Hub) unsubscribe(t *topic) {
-	b := newBackOff(50 * time.Millisecond)
+	b := retry.Backoff(50*time.Millisecond, time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		err := h.rc.Do(ctx, h.probeCmd(t.channel)).Error()
-		if !isBusy(err) {
+		if !retry.IsBusy(err) {
 			// PONG, or a reply rueidis reads right (NOPERM, LOADING),
 			// or no reply: the UNSUBSCRIBE cannot meet a busy script
 			// but in the moment between the two.
@@ -439,13 +430,6 @@ func (h *Hub) probeCmd(channel string) rueidis.Completed {
 func refusal(e *rueidis.RedisError) bool {
 	code, _, _ := strings.Cut(e.Error(), " ")
 	return code == "NOPERM" || code == "ERR"
-}
-
-// isBusy reports whether err is Redis's BUSY reply: a script (or a
-// function) runs past busy-reply-threshold.
-func isBusy(err error) bool {
-	e, ok := rueidis.IsRedisErr(err)
-	return ok && strings.HasPrefix(e.Error(), "BUSY ")
 }
 
 func (h *Hub) deliver(t *topic, msg string) {
