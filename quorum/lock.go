@@ -221,6 +221,25 @@ func (q *lock) attempt(ctx context.Context, first int) (*lease.Lease, int, error
 	// The time spent is measured on the monotonic clock (time.Now carries
 	// it), from before the first request of this round.
 	start := time.Now()
+	q.tryOthers(ctx, first, leases, errs, links)
+	held := 0
+	for _, l := range leases {
+		if l != nil {
+			held++
+		}
+	}
+	if held < q.needed {
+		releaseAll(leases)
+		return nil, q.blocker(errs), q.shortfall(held, errs)
+	}
+	ls, err := q.seal(ctx, leases, links, start)
+	return ls, -1, err
+}
+
+// tryOthers asks every member but first at once, each under its own
+// NodeTimeout, and fills in its lease or error and the context it was
+// asked under.
+func (q *lock) tryOthers(ctx context.Context, first int, leases []*lease.Lease, errs []error, links []*link) {
 	var wg sync.WaitGroup
 	for i, m := range q.members {
 		if i == first {
@@ -237,18 +256,13 @@ func (q *lock) attempt(ctx context.Context, first int) (*lease.Lease, int, error
 		})
 	}
 	wg.Wait()
+}
 
-	held := 0
-	for _, l := range leases {
-		if l != nil {
-			held++
-		}
-	}
-	if held < q.needed {
-		releaseAll(leases)
-		return nil, q.blocker(errs), q.shortfall(held, errs)
-	}
-
+// seal turns the member leases of an attempt that held a quorum, begun at
+// start, into the quorum's Lease: it draws the token, writes it back, and
+// checks that the validity has not run out meanwhile. On failure it
+// releases every member lease.
+func (q *lock) seal(ctx context.Context, leases []*lease.Lease, links []*link, start time.Time) (*lease.Lease, error) {
 	// The lease's validity is the needed-th latest of the members' deadlines
 	// (each is TTL after its own request was sent, less the member's drift
 	// margin), less the quorum's drift: TTL - elapsed - drift. The TTL is
@@ -266,17 +280,17 @@ func (q *lock) attempt(ctx context.Context, first int) (*lease.Lease, int, error
 	}
 	if err := q.fence(ctx, leases, token); err != nil {
 		releaseAll(leases)
-		return nil, -1, err
+		return nil, err
 	}
 	// Checked last, after the token was written back, so that a lease handed
 	// out was valid through the whole acquisition.
 	until, ok := validUntil(leases, q.needed, drift)
 	if !ok || (!until.IsZero() && !time.Now().Before(until)) {
 		releaseAll(leases)
-		return nil, -1, fmt.Errorf("%w: validity used up: the attempt took %v, drift %v",
+		return nil, fmt.Errorf("%w: validity used up: the attempt took %v, drift %v",
 			lease.ErrNotAcquired, time.Since(start).Round(time.Millisecond), drift)
 	}
-	return q.newLease(ctx, leases, links, token, drift), -1, nil
+	return q.newLease(ctx, leases, links, token, drift), nil
 }
 
 // blocker is the member a Multi waits for before its next attempt: the first

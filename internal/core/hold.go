@@ -345,21 +345,10 @@ func (h *Hold) Release(ctx context.Context, token uint64, since time.Time) error
 }
 
 func (h *Hold) release(ctx context.Context) error {
-	h.mu.Lock()
-	h.leases--
-	if h.state == lost {
-		err := h.err
-		h.mu.Unlock()
-		return Errorf("release", h.cfg.Name, "%w: %w", lease.ErrNotHeld, err)
+	last, err := h.take()
+	if err != nil {
+		return err
 	}
-	// Decided under the lock: of two reentrant leases released at once,
-	// exactly one is the last.
-	last := h.leases == 0
-	// Stop renewing first: a renewal that runs after the release would
-	// report the owner gone.
-	h.releasing = last
-	h.mu.Unlock()
-
 	rctx := ctx
 	if ctx.Done() != nil {
 		// A ctx that can end (a request's): detach from it, bounded by a
@@ -369,7 +358,7 @@ func (h *Hold) release(ctx context.Context) error {
 		rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 		defer cancel()
 	}
-	err := h.releaseRetrying(rctx, last)
+	err = h.releaseRetrying(rctx, last)
 	switch {
 	case errors.Is(err, lease.ErrNotHeld):
 		// Redis says the owner held nothing: the lease ran out before we knew.
@@ -377,22 +366,48 @@ func (h *Hold) release(ctx context.Context) error {
 		h.Lose(cause)
 		return Errorf("release", h.cfg.Name, "%w: %w", lease.ErrNotHeld, cause)
 	case err != nil:
-		// Redis did not answer, or refused the script: the lease is still
-		// held, and renewed, as far as anyone can tell. The caller may
-		// release it again; Close will.
-		h.mu.Lock()
-		h.leases++
-		h.releasing = false
-		h.mu.Unlock()
-		if !retry.Transient(err) {
-			return err // Redis' error reply, naming the lock
-		}
-		return Errorf("release", h.cfg.Name, "not confirmed within %v, so the lease is still held "+
-			"(Release it again; Close releases it too, or it runs out): %w", ReleaseTimeout, err)
+		return h.untake(err)
+	case last:
+		h.end()
 	}
-	if !last {
-		return nil
+	return nil
+}
+
+// take counts one Lease's release and reports whether it is the last; it
+// fails, wrapping lease.ErrNotHeld, when the hold was lost.
+func (h *Hold) take() (last bool, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.leases--
+	if h.state == lost {
+		return false, Errorf("release", h.cfg.Name, "%w: %w", lease.ErrNotHeld, h.err)
 	}
+	// Decided under the lock: of two reentrant leases released at once,
+	// exactly one is the last.
+	last = h.leases == 0
+	// Stop renewing first: a renewal that runs after the release would
+	// report the owner gone.
+	h.releasing = last
+	return last, nil
+}
+
+// untake undoes take after a release Redis did not confirm (err): the lease
+// is still held, and renewed, as far as anyone can tell. The caller may
+// release it again; Close will.
+func (h *Hold) untake(err error) error {
+	h.mu.Lock()
+	h.leases++
+	h.releasing = false
+	h.mu.Unlock()
+	if !retry.Transient(err) {
+		return err // Redis' error reply, naming the lock
+	}
+	return Errorf("release", h.cfg.Name, "not confirmed within %v, so the lease is still held "+
+		"(Release it again; Close releases it too, or it runs out): %w", ReleaseTimeout, err)
+}
+
+// end marks the hold released after its last Lease's release.
+func (h *Hold) end() {
 	h.mu.Lock()
 	var k *Keeper
 	if h.state == held {
@@ -407,7 +422,6 @@ func (h *Hold) release(ctx context.Context) error {
 	if k != nil {
 		k.forget(h)
 	}
-	return nil
 }
 
 // releaseRetrying runs the release until Redis answers, retrying transport
