@@ -211,7 +211,7 @@ func release(ctx context.Context, e env, name string, yes bool) error {
 // are spread over its masters), then reads each.
 func list(ctx context.Context, e env, pattern string, count int64, asJSON bool) error {
 	names := map[string]bool{}
-	queuePrefix := strings.TrimSuffix(script.FairQueueKey(""), "{}")
+	queuePrefix := strings.TrimSuffix(script.KeysOf("").FairQueue, "{}")
 	for _, node := range e.rc.Nodes() {
 		// Held locks are hashes. A fair lock whose holder has gone while
 		// others wait has no hash, only its queue: find it by its queue.
@@ -219,7 +219,7 @@ func list(ctx context.Context, e env, pattern string, count int64, asJSON bool) 
 		if err != nil {
 			return err
 		}
-		err = scan(ctx, node, script.FairQueueKey(pattern), "list", count, func(key string) {
+		err = scan(ctx, node, script.KeysOf(pattern).FairQueue, "list", count, func(key string) {
 			name := strings.TrimPrefix(key, queuePrefix)
 			if strings.HasPrefix(name, "{") && strings.HasSuffix(name, "}") {
 				name = name[1 : len(name)-1]
@@ -231,7 +231,7 @@ func list(ctx context.Context, e env, pattern string, count int64, asJSON bool) 
 		}
 		// A semaphore is a string; one with permits held has its set of
 		// permits, {NAME}:timeout: find it by that.
-		err = scan(ctx, node, script.SemaphoreTimeoutKey(pattern), "zset", count, func(key string) {
+		err = scan(ctx, node, script.KeysOf(pattern).SemaphoreTimeout, "zset", count, func(key string) {
 			name := strings.TrimSuffix(key, ":timeout")
 			if strings.HasPrefix(name, "{") && strings.HasSuffix(name, "}") {
 				name = name[1 : len(name)-1]
@@ -254,7 +254,7 @@ func list(ctx context.Context, e env, pattern string, count int64, asJSON bool) 
 		chunk := sorted[i:min(i+batch, len(sorted))]
 		execs := make([]rueidis.LuaExec, len(chunk))
 		for j, name := range chunk {
-			execs[j] = rueidis.LuaExec{Keys: inspectKeys(name), Args: []string{script.RWKeyPrefix(name)}}
+			execs[j] = rueidis.LuaExec{Keys: inspectKeys(name), Args: []string{script.KeysOf(name).RWPrefix}}
 		}
 		for j, res := range inspectScript.ExecMulti(ctx, e.rc, execs...) {
 			vals, err := res.ToArray()

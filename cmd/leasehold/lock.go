@@ -100,7 +100,7 @@ type lockState struct {
 }
 
 // leaderState is an election's leader, as {NAME}:leader names it
-// (script.LeaderKey).
+// (script.Keys.Leader).
 type leaderState struct {
 	value string // what the leader published
 	term  uint64 // the token of its first campaign
@@ -140,7 +140,7 @@ type semLease struct {
 
 // leases are the leases holding permits, in the order of their soonest
 // permit: leasehold's permits of one lease share their first 14 bytes
-// (script.PermitPrefix); Redisson's ids are random, each its own.
+// (lua.PermitPrefix); Redisson's ids are random, each its own.
 func (s *semState) leases() []semLease {
 	var out []semLease
 	at := map[string]int{}
@@ -163,7 +163,7 @@ func (s *lockState) held() bool {
 
 // readState takes one snapshot of the lock name.
 func readState(ctx context.Context, rc rueidis.Client, name string) (*lockState, error) {
-	res, err := inspectScript.Exec(ctx, rc, inspectKeys(name), []string{script.RWKeyPrefix(name)}).ToArray()
+	res, err := inspectScript.Exec(ctx, rc, inspectKeys(name), []string{script.KeysOf(name).RWPrefix}).ToArray()
 	if err != nil {
 		return nil, fmt.Errorf("inspect %s: %w", name, err)
 	}
@@ -172,8 +172,8 @@ func readState(ctx context.Context, rc rueidis.Client, name string) (*lockState,
 
 // inspectKeys are the keys inspect.lua reads for the lock name.
 func inspectKeys(name string) []string {
-	return []string{name, script.TokenKey(name), script.FairQueueKey(name), script.FairTimeoutKey(name), script.WritersKey(name),
-		script.SemaphoreTimeoutKey(name), script.SemaphoreClaimsKey(name), script.LeaderKey(name)}
+	k := script.KeysOf(name)
+	return []string{name, k.Token, k.FairQueue, k.FairTimeout, k.Writers, k.SemaphoreTimeout, k.SemaphoreClaims, k.Leader}
 }
 
 func parseState(name string, res []rueidis.RedisMessage) (*lockState, error) {
@@ -310,7 +310,7 @@ func parseSemaphore(typ string, res []rueidis.RedisMessage, now int64) (*semStat
 	}
 	for id, expiry := range held {
 		p := permit{id: hex.EncodeToString([]byte(id)), left: time.Duration(expiry-now) * time.Millisecond}
-		p.never = expiry == script.NonExpiring
+		p.never = expiry == lua.NonExpiring
 		sem.permits = append(sem.permits, p)
 	}
 	sort.Slice(sem.permits, func(i, j int) bool {
@@ -438,11 +438,11 @@ func forceRelease(ctx context.Context, rc rueidis.Client, s *lockState) (bool, e
 	case kindRLock, kindElection:
 		// The leader's next renewal finds NAME gone, deletes {NAME}:leader
 		// and tells the observers; the unlock message wakes a campaigner.
-		return lua.ForceReleaseLock(ctx, rc, s.name)
+		return lua.NewLock(s.name, lua.Config{}).ForceRelease(ctx, rc)
 	case kindFair:
-		return lua.ForceReleaseFair(ctx, rc, s.name)
+		return lua.NewFair(s.name, lua.Config{}).ForceRelease(ctx, rc)
 	case kindRW:
-		return lua.ForceReleaseRW(ctx, rc, s.name)
+		return lua.NewWrite(s.name, lua.Config{}).ForceRelease(ctx, rc)
 	}
 	return false, nil
 }

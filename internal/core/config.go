@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold/internal/access"
+	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
 )
 
@@ -42,6 +43,11 @@ func (c LockConfig) TTL() time.Duration {
 		return c.LeaseTime
 	}
 	return c.Watchdog
+}
+
+// Lua is what the lock's scripts take of its configuration.
+func (c LockConfig) Lua() lua.Config {
+	return lua.Config{Lease: c.TTL(), QueueTimeout: c.QueueTimeout, PreferWriters: c.WriterPreference}
 }
 
 // Renewed reports whether the watchdog renews the lock's leases.
