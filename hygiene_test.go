@@ -168,17 +168,17 @@ func TestFailedAcquireHoldsNothing(t *testing.T) {
 		says  string
 	}
 	corruptions := []corruption{
-		{"counter not an integer", nil, func(n string) { srv.Do("SET", script.TokenKey(n), "abc") }, "not an integer"},
-		{"counter at 2^63-1", nil, func(n string) { srv.Do("SET", script.TokenKey(n), "9223372036854775807") }, "63 bits"},
-		{"counter a list", nil, func(n string) { srv.Do("RPUSH", script.TokenKey(n), "x") }, "WRONGTYPE"},
+		{"counter not an integer", nil, func(n string) { srv.Do("SET", script.KeysOf(n).Token, "abc") }, "not an integer"},
+		{"counter at 2^63-1", nil, func(n string) { srv.Do("SET", script.KeysOf(n).Token, "9223372036854775807") }, "63 bits"},
+		{"counter a list", nil, func(n string) { srv.Do("RPUSH", script.KeysOf(n).Token, "x") }, "WRONGTYPE"},
 		{"name a string", nil, func(n string) { srv.Do("SET", n, "x") }, "WRONGTYPE"},
 		{"name a list", nil, func(n string) { srv.Do("RPUSH", n, "x") }, "WRONGTYPE"},
-		{"queue a string", []string{"fair"}, func(n string) { srv.Do("SET", script.FairQueueKey(n), "x") }, "WRONGTYPE"},
+		{"queue a string", []string{"fair"}, func(n string) { srv.Do("SET", script.KeysOf(n).FairQueue, "x") }, "WRONGTYPE"},
 		{"timeouts a string", []string{"fair"}, func(n string) {
-			srv.Do("RPUSH", script.FairQueueKey(n), "ghost")
-			srv.Do("SET", script.FairTimeoutKey(n), "x")
+			srv.Do("RPUSH", script.KeysOf(n).FairQueue, "ghost")
+			srv.Do("SET", script.KeysOf(n).FairTimeout, "x")
 		}, "WRONGTYPE"},
-		{"writers a string", []string{"rw-read", "rw-write"}, func(n string) { srv.Do("SET", script.WritersKey(n), "x") }, "WRONGTYPE"},
+		{"writers a string", []string{"rw-read", "rw-write"}, func(n string) { srv.Do("SET", script.KeysOf(n).Writers, "x") }, "WRONGTYPE"},
 	}
 	for _, k := range kinds {
 		if k.name == "multi" || k.name == "rw-write-preferred" {
@@ -264,7 +264,7 @@ func TestTokensRiseAfterClockStep(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			name := "stepped-" + k.name
 			ahead := uint64(time.Now().Add(time.Hour).UnixMicro())
-			srv.Do("SET", script.TokenKey(name), strconv.FormatUint(ahead, 10))
+			srv.Do("SET", script.KeysOf(name).Token, strconv.FormatUint(ahead, 10))
 			prev := ahead
 			for range 3 {
 				ls := locktest.MustAcquire(t, k.new(c, name), ctx)
@@ -302,7 +302,7 @@ func TestTokenDraws(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(k.name+"/"+tc.name, func(t *testing.T) {
 				name := "draw-" + k.name + "-" + tc.name
-				srv.Do("SET", script.TokenKey(name), tc.counter)
+				srv.Do("SET", script.KeysOf(name).Token, tc.counter)
 				before := uint64(time.Now().Add(-time.Minute).UnixMicro()) // server and test share a clock
 				ls := locktest.MustAcquire(t, k.new(c, name), ctx)
 				defer locktest.Release(t, ls)
@@ -312,7 +312,7 @@ func TestTokenDraws(t *testing.T) {
 				case tc.want == 0 && (got < before || got > uint64(time.Now().Add(time.Minute).UnixMicro())):
 					t.Fatalf("counter %s: token %d, want the clock (about %d)", tc.counter, got, time.Now().UnixMicro())
 				}
-				if v, _ := srv.Do("GET", script.TokenKey(name)).ToString(); v != strconv.FormatUint(ls.Token(), 10) {
+				if v, _ := srv.Do("GET", script.KeysOf(name).Token).ToString(); v != strconv.FormatUint(ls.Token(), 10) {
 					t.Fatalf("counter %q after drawing %d", v, ls.Token())
 				}
 			})
@@ -329,13 +329,13 @@ func TestTokenKeyExpires(t *testing.T) {
 	ctx := locktest.Ctx(t, time.Minute)
 	l := rlock.New(c, "expiring", leasehold.WithLeaseTime(lease))
 	first := locktest.MustAcquire(t, l, ctx)
-	pttl, _ := srv.Do("PTTL", script.TokenKey("expiring")).AsInt64()
+	pttl, _ := srv.Do("PTTL", script.KeysOf("expiring").Token).AsInt64()
 	if pttl <= 0 || pttl > lease.Milliseconds() {
 		t.Fatalf("counter PTTL %dms, want within the %v lease", pttl, lease)
 	}
 	locktest.Release(t, first)
 	locktest.Eventually(t, 5*time.Second, "counter gone after the lease", func() bool {
-		n, _ := srv.Do("EXISTS", script.TokenKey("expiring")).AsInt64()
+		n, _ := srv.Do("EXISTS", script.KeysOf("expiring").Token).AsInt64()
 		return n == 0
 	})
 	second := locktest.MustAcquire(t, l, ctx)

@@ -33,7 +33,7 @@ func TestClusterShardedPubSub(t *testing.T) {
 	java := cl.Client()
 	ctx := locktest.Ctx(t, time.Minute)
 	const lock = "sharded"
-	channel := script.LockChannel(lock)
+	channel := script.KeysOf(lock).Channel
 	owner, other := nodesOf(t, cl, lock)
 
 	t.Run("Redisson waiter hears a release", func(t *testing.T) {

@@ -62,7 +62,7 @@ func inspect(rc rueidis.Client, classic bool) (server, error) {
 // probe publishes "0", the unlock message, to a lock channel of a name no one
 // locks, as the release scripts publish.
 func probe(rc rueidis.Client, sharded bool) rueidis.Completed {
-	ch := script.LockChannel("leasehold:publish-probe")
+	ch := script.KeysOf("leasehold:publish-probe").Channel
 	if sharded {
 		return rc.B().Spublish().Channel(ch).Message("0").Build()
 	}

@@ -3,7 +3,6 @@ package election
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/core"
@@ -11,10 +10,6 @@ import (
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
 )
-
-// latch is how long a release's result is kept for a retry to find, as for
-// rlock.
-const latch = 5 * time.Second
 
 // scope keys reentrancy: a leadership's lease is re-entered by Campaigns of
 // elections of the same Client and name, never by another kind of lock.
@@ -42,8 +37,8 @@ type Election struct {
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Election {
 	cc := (*core.Client)(c)
 	cfg := cc.LockConfig(opts, 0)
-	s := lua.NewElection(name, cfg.TTL(), latch)
-	return &Election{c: cc, cfg: cfg, s: s, base: engine.New(cc, name, scope{cc}, cfg, &protocol{c: cc, s: s})}
+	s := lua.NewElection(name, cfg.Lua())
+	return &Election{c: cc, cfg: cfg, s: s, base: engine.New(cc, name, scope{cc}, cfg, s.Campaign(""))}
 }
 
 // Campaign blocks until this caller leads or ctx is done (ctx's deadline is
@@ -63,8 +58,9 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Electi
 // with the last of its leases.
 func (e *Election) Campaign(ctx context.Context, value string) (*lease.Lease, error) {
 	// One engine per campaign: its protocol carries the value to publish.
-	p := &protocol{c: e.c, s: e.s, value: value}
-	ls, err := engine.New(e.c, e.s.Name(), scope{e.c}, e.cfg, p).Acquire(ctx)
+	// It is Redisson's RLock on NAME, with the leader key written, renewed
+	// and deleted along with the hold.
+	ls, err := engine.New(e.c, e.s.Name(), scope{e.c}, e.cfg, e.s.Campaign(value)).Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -103,30 +99,3 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 	}
 	return nil
 }
-
-// protocol is the election's scripts: Redisson's RLock on NAME, with the
-// leader key written, renewed and deleted along with the hold.
-type protocol struct {
-	c     *core.Client
-	s     *lua.Election
-	value string // published by Try
-}
-
-func (p *protocol) Kind() string { return "election" }
-
-func (p *protocol) Try(ctx context.Context, owner string, _ bool) (lua.Grant, error) {
-	return p.s.Campaign(ctx, p.c.Redis(), owner, p.value)
-}
-
-func (p *protocol) Release(ctx context.Context, owner, id string, all bool) (int64, error) {
-	return p.s.Release(ctx, p.c.Redis(), owner, id, all)
-}
-
-func (p *protocol) Renewal(owner string) *core.Renewal {
-	s, keys, args := p.s.Renewal(p.c.Redis(), owner)
-	return &core.Renewal{Script: s, Keys: keys, Args: args}
-}
-
-// Wakeup is rlock's: a campaigner waits as an rlock waiter does, so that
-// Redisson's unlock wakes it too.
-func (p *protocol) Wakeup(string) (channel, key string) { return p.s.LockChannel(), p.s.Name() }

@@ -38,7 +38,7 @@ func waitQueued(_ *leasehold.Client, name string, n int64) {
 	}
 	defer rc.Close()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if got, _ := rc.Do(context.Background(), rc.B().Llen().Key(script.FairQueueKey(name)).Build()).AsInt64(); got == n {
+		if got, _ := rc.Do(context.Background(), rc.B().Llen().Key(script.KeysOf(name).FairQueue).Build()).AsInt64(); got == n {
 			return
 		}
 	}

@@ -9,17 +9,7 @@ import (
 	"github.com/leasehold/leasehold/internal/engine"
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
-	"github.com/leasehold/leasehold/script"
 )
-
-// latch is how long a release's result is kept for a retry to find: the
-// release is retried within this window, then left to the lease's expiry.
-const latch = 5 * time.Second
-
-// refreshes is how many times a waiter renews its place within one queue
-// timeout. Three leaves two thirds of the timeout as margin for a slow round
-// trip or a late timer before a live waiter could be taken for a dead one.
-const refreshes = 3
 
 // scope keys reentrancy: a lease is reentrant for fair locks of the same
 // Client, and a fair lock's lease does not re-enter an rlock of the same name.
@@ -35,6 +25,7 @@ type bound = engine.Bound
 type Lock struct {
 	bound
 	e *engine.Engine
+	p *lua.Fair
 }
 
 var _ lease.Locker = (*Lock)(nil)
@@ -45,63 +36,10 @@ var _ lease.Locker = (*Lock)(nil)
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	cc := (*core.Client)(c)
 	cfg := cc.LockConfig(opts, core.TakesQueueTimeout)
-	p := &protocol{
-		c:     cc,
-		name:  name,
-		lease: cfg.TTL(),
-		ft:    lua.FairTimes{Queue: cfg.QueueTimeout, Refresh: cfg.QueueTimeout / refreshes},
-		// The hash is laid out as rlock's, so it renews as rlock's does.
-		renew: lua.NewLock(name, cfg.TTL(), latch),
-	}
+	// The protocol is Redisson's RFairLock.
+	p := lua.NewFair(name, cfg.Lua())
 	e := engine.New(cc, name, scope{cc}, cfg, p)
-	return &Lock{e.Bound(), e}
-}
-
-// protocol is the fair lock's scripts: Redisson's RFairLock.
-type protocol struct {
-	c     *core.Client
-	name  string
-	lease time.Duration
-	ft    lua.FairTimes
-	renew *lua.Lock
-}
-
-func (p *protocol) Kind() string { return "fair" }
-
-// Try makes one attempt. An attempt that waits joins the queue (or refreshes
-// the waiter's place in it); one that does not (TryAcquire, a re-entry)
-// leaves the queue alone, since nobody would keep the place or give it up.
-func (p *protocol) Try(ctx context.Context, owner string, wait bool) (lua.Grant, error) {
-	g, err := lua.AcquireFair(ctx, p.c.Redis(), p.name, owner, p.lease, p.ft, wait)
-	// The engine sleeps g.Wait before the next attempt unless woken: a
-	// waiter must come back before its place runs out, and the head must
-	// come back when the holder's lease does.
-	if wait && err == nil && !g.Acquired && (g.Wait <= 0 || g.Wait > p.ft.Refresh) {
-		g.Wait = p.ft.Refresh
-	}
-	return g, err
-}
-
-func (p *protocol) Release(ctx context.Context, owner, id string, all bool) (int64, error) {
-	return lua.ReleaseFair(ctx, p.c.Redis(), p.name, owner, id, p.lease, latch, p.ft, all)
-}
-
-func (p *protocol) Renewal(owner string) *core.Renewal {
-	return &core.Renewal{Script: script.LockRenew, Keys: p.renew.RenewKeys(), Args: p.renew.RenewArgs(owner)}
-}
-
-// Wakeup is the waiter's own channel, so a release wakes the head of the
-// queue alone. No key: an invalidation of NAME would wake every waiter at
-// once, the herd this lock avoids; an expiry is caught by the head's timer
-// instead (see Try).
-func (p *protocol) Wakeup(owner string) (channel, key string) {
-	return script.FairChannel(p.name, owner), ""
-}
-
-// Abandon removes owner's place in the queue when it stops waiting.
-func (p *protocol) Abandon(ctx context.Context, owner string) error {
-	_, err := lua.AbandonFair(ctx, p.c.Redis(), p.name, owner, p.ft)
-	return err
+	return &Lock{e.Bound(), e, p}
 }
 
 // Name is the lock name, the Redis key of its hash.
@@ -150,6 +88,6 @@ func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	ok, err := lua.ForceReleaseFair(ctx, rc, l.e.Name())
+	ok, err := l.p.ForceRelease(ctx, rc)
 	return ok, l.e.Fail("force-release", err)
 }

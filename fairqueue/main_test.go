@@ -64,7 +64,7 @@ func helperWaiter(addr string) int {
 // queue is the list of waiting owners of the fair lock name, oldest first.
 func queue(t *testing.T, srv *redistest.Server, name string) []string {
 	t.Helper()
-	q, err := srv.Do("LRANGE", script.FairQueueKey(name), "0", "-1").AsStrSlice()
+	q, err := srv.Do("LRANGE", script.KeysOf(name).FairQueue, "0", "-1").AsStrSlice()
 	if err != nil {
 		t.Fatalf("LRANGE: %v", err)
 	}

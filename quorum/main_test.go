@@ -90,7 +90,7 @@ func exists(t testing.TB, srv *redistest.Server, key string) bool {
 // counter is the fencing counter of name on srv.
 func counter(t testing.TB, srv *redistest.Server, name string) uint64 {
 	t.Helper()
-	n, err := srv.Do("GET", script.TokenKey(name)).AsUint64()
+	n, err := srv.Do("GET", script.KeysOf(name).Token).AsUint64()
 	if err != nil {
 		return 0
 	}
@@ -107,7 +107,7 @@ func at(n uint64) string { return strconv.FormatUint(ahead+n, 10) }
 
 func setCounter(t testing.TB, srv *redistest.Server, name string, v string) {
 	t.Helper()
-	if err := srv.Do("SET", script.TokenKey(name), v).Error(); err != nil {
+	if err := srv.Do("SET", script.KeysOf(name).Token, v).Error(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -43,13 +43,13 @@ func TestRaiseToken(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			name := "fence-" + tt.name
 			if tt.start != "" {
-				srv.Do("SET", script.TokenKey(name), tt.start)
+				srv.Do("SET", script.KeysOf(name).Token, tt.start)
 			}
 			got, err := raise(ctx, rlock.New(c, name), tt.floor)
 			if err != nil || got != tt.want {
 				t.Fatalf("RaiseToken(%d) over %q = %d, %v; want %d", tt.floor, tt.start, got, err, tt.want)
 			}
-			if v, _ := srv.Do("GET", script.TokenKey(name)).ToString(); v != "" && v != strconv.FormatUint(tt.want, 10) {
+			if v, _ := srv.Do("GET", script.KeysOf(name).Token).ToString(); v != "" && v != strconv.FormatUint(tt.want, 10) {
 				t.Fatalf("counter %s, want %d", v, tt.want)
 			}
 		})

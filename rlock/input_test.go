@@ -190,7 +190,11 @@ func TestReleaseLatchScript(t *testing.T) {
 
 func releaseScript(t *testing.T) string {
 	t.Helper()
-	return script.LockRelease.Source()
+	s, ok := script.Lookup("lock_release")
+	if !ok {
+		t.Fatal("no lock_release script")
+	}
+	return s.Source
 }
 
 // An acquire whose reply is lost did take the lock; the engine undoes it in

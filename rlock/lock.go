@@ -9,12 +9,7 @@ import (
 	"github.com/leasehold/leasehold/internal/engine"
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
-	"github.com/leasehold/leasehold/script"
 )
-
-// latch is how long a release's result is kept for a retry to find: the
-// release is retried within this window, then left to the lease's expiry.
-const latch = 5 * time.Second
 
 // scope keys reentrancy: a lease is reentrant for rlocks of the same Client.
 type scope struct{ c *core.Client }
@@ -28,6 +23,7 @@ type bound = engine.Bound
 type Lock struct {
 	bound
 	e *engine.Engine
+	p *lua.Lock
 }
 
 var _ lease.Locker = (*Lock)(nil)
@@ -37,33 +33,11 @@ var _ lease.Locker = (*Lock)(nil)
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	cc := (*core.Client)(c)
 	cfg := cc.LockConfig(opts, 0)
-	p := &protocol{c: cc, name: name, channel: script.LockChannel(name), s: lua.NewLock(name, cfg.TTL(), latch)}
+	// The protocol is Redisson's RLock.
+	p := lua.NewLock(name, cfg.Lua())
 	e := engine.New(cc, name, scope{cc}, cfg, p)
-	return &Lock{e.Bound(), e}
+	return &Lock{e.Bound(), e, p}
 }
-
-// protocol is the reentrant lock's scripts: Redisson's RLock.
-type protocol struct {
-	c             *core.Client
-	name, channel string
-	s             *lua.Lock
-}
-
-func (p *protocol) Kind() string { return "rlock" }
-
-func (p *protocol) Try(ctx context.Context, owner string, _ bool) (lua.Grant, error) {
-	return p.s.Acquire(ctx, p.c.Redis(), owner)
-}
-
-func (p *protocol) Release(ctx context.Context, owner, id string, all bool) (int64, error) {
-	return p.s.Release(ctx, p.c.Redis(), owner, id, all)
-}
-
-func (p *protocol) Renewal(owner string) *core.Renewal {
-	return &core.Renewal{Script: script.LockRenew, Keys: p.s.RenewKeys(), Args: p.s.RenewArgs(owner)}
-}
-
-func (p *protocol) Wakeup(string) (channel, key string) { return p.channel, p.name }
 
 // Name is the lock name, the Redis key of its hash.
 func (l *Lock) Name() string { return l.e.Name() }
@@ -108,6 +82,6 @@ func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	ok, err := lua.ForceReleaseLock(ctx, rc, l.e.Name())
+	ok, err := l.p.ForceRelease(ctx, rc)
 	return ok, l.e.Fail("force-release", err)
 }

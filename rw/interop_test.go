@@ -150,7 +150,7 @@ func (j *java) lock(src string, keys []string, owner string) bool {
 }
 
 func (j *java) read() bool {
-	return j.lock(redissonReadLock, []string{j.name, script.ReadTimeoutPrefix(j.name, javaOwner)}, javaOwner)
+	return j.lock(redissonReadLock, []string{j.name, script.KeysOf(j.name).ReadHolds(javaOwner)}, javaOwner)
 }
 
 func (j *java) write() bool {
@@ -168,19 +168,20 @@ func (j *java) unlock(src string, keys, args []string) {
 
 func (j *java) latch() string {
 	j.reqs++
-	return script.UnlockLatchKey(j.name, "java-req-"+strconv.Itoa(j.reqs))
+	return script.KeysOf(j.name).UnlockLatch("java-req-" + strconv.Itoa(j.reqs))
 }
 
 func (j *java) readUnlock() {
+	k := script.KeysOf(j.name)
 	j.unlock(redissonReadUnlock,
 		// KEYS[4] is Redisson's getKeyPrefix: the timeout prefix cut before ":OWNER".
-		[]string{j.name, script.RWChannel(j.name), script.ReadTimeoutPrefix(j.name, javaOwner), "{" + j.name + "}", j.latch()},
+		[]string{j.name, k.RWChannel, k.ReadHolds(javaOwner), "{" + j.name + "}", j.latch()},
 		[]string{"0", javaOwner, "publish", "5000"})
 }
 
 func (j *java) writeUnlock() {
 	j.unlock(redissonWriteUnlock,
-		[]string{j.name, script.RWChannel(j.name), j.latch()},
+		[]string{j.name, script.KeysOf(j.name).RWChannel, j.latch()},
 		[]string{"1", "30000", javaOwner + ":write", "publish", "5000"})
 }
 

@@ -24,9 +24,9 @@ func TestWatchdogRenewsEveryReadHold(t *testing.T) {
 	inner := mustAcquire(t, rw.New(c, "renewed").Read(), outer.Context())
 	orl := mustAcquire(t, rw.New(other, "renewed").Read(), ctx)
 	keys := []string{
-		script.ReadHoldKey("renewed", ownerOf(t, srv, "renewed", c), 1),
-		script.ReadHoldKey("renewed", ownerOf(t, srv, "renewed", c), 2),
-		script.ReadHoldKey("renewed", ownerOf(t, srv, "renewed", other), 1),
+		script.KeysOf("renewed").ReadHolds(ownerOf(t, srv, "renewed", c)) + ":1",
+		script.KeysOf("renewed").ReadHolds(ownerOf(t, srv, "renewed", c)) + ":2",
+		script.KeysOf("renewed").ReadHolds(ownerOf(t, srv, "renewed", other)) + ":1",
 	}
 	rounds := c.Stats().RenewalRounds
 	time.Sleep(6 * watchdog) // six lease periods: every key would have expired unrenewed
@@ -64,8 +64,8 @@ func TestDeadReaderLeaves(t *testing.T) {
 
 	dead := mustAcquire(t, rw.New(dying, "dead").Read(), ctx)
 	live := mustAcquire(t, rw.New(alive, "dead").Read(), ctx)
-	deadKey := script.ReadHoldKey("dead", ownerOf(t, srv, "dead", dying), 1)
-	liveKey := script.ReadHoldKey("dead", ownerOf(t, srv, "dead", alive), 1)
+	deadKey := script.KeysOf("dead").ReadHolds(ownerOf(t, srv, "dead", dying)) + ":1"
+	liveKey := script.KeysOf("dead").ReadHolds(ownerOf(t, srv, "dead", alive)) + ":1"
 
 	proxy.Refuse(true)
 	proxy.Cut()

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/internal/engine"
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
-	"github.com/leasehold/leasehold/script"
 )
 
 // ErrUpgrade is returned by the write lock's Acquire, TryAcquire and
@@ -18,16 +19,6 @@ import (
 // lease: upgrading a read to a write is not supported, since two readers
 // upgrading at once would wait for each other for ever.
 var ErrUpgrade = errors.New("rw: write lock asked for under a read lease of the same lock")
-
-const (
-	// latch is how long a release's result is kept for a retry to find.
-	latch = 5 * time.Second
-	// grace is how much longer than its next attempt is due a waiting
-	// writer's announcement lasts (writer preference): long enough for a
-	// late timer or a slow round trip, short enough that a writer that died
-	// does not hold readers back for long.
-	grace = 5 * time.Second
-)
 
 // scope keys reentrancy: read and write leases of the same Client are
 // reentrant each within their own kind.
@@ -45,6 +36,7 @@ type bound = engine.Bound
 type Lock struct {
 	read  *reader
 	write *writer
+	p     *lua.Write // for ForceRelease
 }
 
 // New returns the read-write lock name on c. Options: leasehold.WithLeaseTime
@@ -54,79 +46,28 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	cc := (*core.Client)(c)
 	cfg := cc.LockConfig(opts, core.TakesWriterPreference)
 	readScope, writeScope := scope{c: cc}, scope{c: cc, write: true}
-	rp := &readProtocol{c: cc, name: name, lease: cfg.TTL(), writes: writeScope}
-	wp := &writeProtocol{c: cc, name: name, lease: cfg.TTL(), prefer: cfg.WriterPreference}
+	// The protocols are Redisson's RReadWriteLock.
+	rp := &readProtocol{lua.NewRead(name, cfg.Lua()), writeScope}
+	wp := lua.NewWrite(name, cfg.Lua())
 	re := engine.New(cc, name, readScope, cfg, rp)
 	we := engine.New(cc, name, writeScope, cfg, wp)
-	return &Lock{read: &reader{re.Bound(), re}, write: &writer{we.Bound(), we, readScope}}
+	return &Lock{read: &reader{re.Bound(), re}, write: &writer{we.Bound(), we, readScope}, p: wp}
 }
 
-// readProtocol is the read lock's scripts: Redisson's RReadWriteLock.
+// readProtocol is the read lock's protocol, which needs the caller's ctx:
+// under a write lease of this lock, a read is admitted at once.
 type readProtocol struct {
-	c      *core.Client
-	name   string
-	lease  time.Duration
+	*lua.Read
 	writes scope
 }
 
-// Try admits a read under a write lease of this lock at once: the script
-// checks that the write lease still holds.
-func (p *readProtocol) Try(ctx context.Context, owner string, _ bool) (lua.Grant, error) {
-	field := ""
-	if h := core.HoldFrom(ctx, p.writes, p.name); h != nil {
-		field = script.WriteField(h.Owner())
+// Try admits a read under a write lease of this lock at once (the script
+// checks that the write lease still holds); any other as lua.Read does.
+func (p *readProtocol) Try(ctx context.Context, c rueidis.Client, owner string, wait bool) (lua.Grant, error) {
+	if h := core.HoldFrom(ctx, p.writes, p.Name()); h != nil {
+		return p.TryUnder(ctx, c, owner, h.Owner())
 	}
-	return lua.AcquireRead(ctx, p.c.Redis(), p.name, owner, field, p.lease)
-}
-
-func (p *readProtocol) Kind() string { return "rw-read" }
-
-func (p *readProtocol) Release(ctx context.Context, owner, id string, all bool) (int64, error) {
-	return lua.ReleaseRead(ctx, p.c.Redis(), p.name, owner, id, latch, all)
-}
-
-func (p *readProtocol) Renewal(owner string) *core.Renewal {
-	keys, args := lua.ReadRenewal(p.name, owner, p.lease)
-	return &core.Renewal{Script: script.RWReadRenew, Keys: keys, Args: args}
-}
-
-func (p *readProtocol) Wakeup(string) (channel, key string) { return script.RWChannel(p.name), p.name }
-
-// writeProtocol is the write lock's scripts.
-type writeProtocol struct {
-	c      *core.Client
-	name   string
-	lease  time.Duration
-	prefer bool
-}
-
-// Try makes one attempt. With writer preference, an attempt that waits
-// announces the writer, holding new readers back; one that does not
-// (TryAcquire, a re-entry) must not, since nobody would withdraw it.
-func (p *writeProtocol) Try(ctx context.Context, owner string, wait bool) (lua.Grant, error) {
-	return lua.AcquireWrite(ctx, p.c.Redis(), p.name, owner, p.lease, p.prefer && wait, grace)
-}
-
-func (p *writeProtocol) Kind() string { return "rw-write" }
-
-func (p *writeProtocol) Release(ctx context.Context, owner, id string, all bool) (int64, error) {
-	return lua.ReleaseWrite(ctx, p.c.Redis(), p.name, owner, id, p.lease, latch, all)
-}
-
-func (p *writeProtocol) Renewal(owner string) *core.Renewal {
-	keys, args := lua.WriteRenewal(p.name, owner, p.lease)
-	return &core.Renewal{Script: script.RWWriteRenew, Keys: keys, Args: args}
-}
-
-func (p *writeProtocol) Wakeup(string) (channel, key string) { return script.RWChannel(p.name), p.name }
-
-// Abandon withdraws owner's announcement when it stops waiting (writer
-// preference; without it there is none, and this does nothing).
-func (p *writeProtocol) Abandon(ctx context.Context, owner string) error {
-	if !p.prefer {
-		return nil
-	}
-	return lua.AbandonWrite(ctx, p.c.Redis(), p.name, owner)
+	return p.Read.Try(ctx, c, owner, wait)
 }
 
 // Name is the lock name, the Redis key of its hash.
@@ -176,7 +117,7 @@ func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	ok, err := lua.ForceReleaseRW(ctx, rc, l.read.e.Name())
+	ok, err := l.p.ForceRelease(ctx, rc)
 	return ok, l.read.e.Fail("force-release", err)
 }
 

@@ -38,7 +38,7 @@ func TestReadersShareWriterWaits(t *testing.T) {
 		if n := hash(t, srv, name)[owner]; n != "1" {
 			t.Fatalf("reader %s holds %s reads, want 1", owner, n)
 		}
-		key := script.ReadHoldKey(name, owner, 1)
+		key := script.KeysOf(name).ReadHolds(owner) + ":1"
 		if key != "{shared}:"+owner+":rwlock_timeout:1" {
 			t.Fatalf("hold key %q", key)
 		}
@@ -188,7 +188,7 @@ func TestKeyLayout(t *testing.T) {
 			rl := mustAcquire(t, rw.New(c, tt.name).Read(), ctx)
 			owner := ownerOf(t, srv, tt.name, c)
 			key := tt.prefix + ":" + owner + ":rwlock_timeout:1"
-			if got := script.ReadHoldKey(tt.name, owner, 1); got != key || !exists(t, srv, key) {
+			if got := script.KeysOf(tt.name).ReadHolds(owner) + ":1"; got != key || !exists(t, srv, key) {
 				t.Fatalf("hold key %q (exists %v), want %q", got, exists(t, srv, got), key)
 			}
 			release(t, mustAcquire(t, rw.New(other, tt.name).Read(), ctx))
@@ -225,7 +225,7 @@ func TestReentrancy(t *testing.T) {
 				}
 				field = rs[0]
 				for n := 1; n <= 2; n++ {
-					if !exists(t, srv, script.ReadHoldKey("re", field, n)) {
+					if !exists(t, srv, script.KeysOf("re").ReadHolds(field)+":"+strconv.Itoa(n)) {
 						t.Fatalf("read hold key %d missing", n)
 					}
 				}
@@ -241,7 +241,7 @@ func TestReentrancy(t *testing.T) {
 			if n := hash(t, srv, "re")[field]; n != "1" || isLost(outer) {
 				t.Fatalf("after the inner release: count %s, outer lost %v", n, isLost(outer))
 			}
-			if kind == "read" && exists(t, srv, script.ReadHoldKey("re", field, 2)) {
+			if kind == "read" && exists(t, srv, script.KeysOf("re").ReadHolds(field)+":2") {
 				t.Fatal("released read hold's key left behind")
 			}
 			release(t, outer)

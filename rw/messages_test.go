@@ -58,26 +58,26 @@ func TestUnlockMessages(t *testing.T) {
 		}, "marker"},
 		{"write release", func(t *testing.T, name string) {
 			release(t, mustAcquire(t, rw.New(c, name).Write(), ctx))
-		}, script.ReadUnlockMessage},
+		}, script.WakeAllMessage},
 		{"write release leaving its reads", func(t *testing.T, name string) {
 			wl := mustAcquire(t, rw.New(c, name).Write(), ctx)
 			rl := mustAcquire(t, rw.New(c, name).Read(), wl.Context())
 			release(t, wl)
 			t.Cleanup(func() { _ = rl.Release(context.Background()) })
-		}, script.ReadUnlockMessage},
+		}, script.WakeAllMessage},
 		{"read release frees the lock with a writer announced", func(t *testing.T, name string) {
 			rl := mustAcquire(t, rw.New(c, name).Read(), ctx)
 			at := time.Now().Add(time.Minute).UnixMilli()
-			srv.Do("ZADD", script.WritersKey(name), strconv.FormatInt(at, 10), "someone:1:write")
+			srv.Do("ZADD", script.KeysOf(name).Writers, strconv.FormatInt(at, 10), "someone:1:write")
 			release(t, rl)
-		}, script.ReadUnlockMessage},
+		}, script.WakeAllMessage},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			name := "msg" + strconv.Itoa(i)
-			ch := subscribe(t, srv, script.RWChannel(name))
+			ch := subscribe(t, srv, script.KeysOf(name).RWChannel)
 			tt.act(t, name)
-			srv.Do("PUBLISH", script.RWChannel(name), "marker")
+			srv.Do("PUBLISH", script.KeysOf(name).RWChannel, "marker")
 			if got := next(t, ch); got != tt.want {
 				t.Fatalf("message %q, want %q", got, tt.want)
 			}
@@ -109,7 +109,7 @@ func TestReadReleaseRetriedAfterLostReply(t *testing.T) {
 		t.Fatalf("the proxy dropped %d replies, want the release's", proxy.Dropped())
 	}
 	owner := ownerOf(t, srv, "retried", c)
-	if n := hash(t, srv, "retried")[owner]; n != "1" || !exists(t, srv, script.ReadHoldKey("retried", owner, 1)) {
+	if n := hash(t, srv, "retried")[owner]; n != "1" || !exists(t, srv, script.KeysOf("retried").ReadHolds(owner)+":1") {
 		t.Fatalf("after the retried inner release: count %s, hash %v", n, hash(t, srv, "retried"))
 	}
 	_, err := rw.New(other, "retried").Write().TryAcquire(ctx)

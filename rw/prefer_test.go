@@ -15,7 +15,7 @@ import (
 
 func announced(t *testing.T, srv *redistest.Server, name string) int64 {
 	t.Helper()
-	n, err := srv.Do("ZCARD", script.WritersKey(name)).AsInt64()
+	n, err := srv.Do("ZCARD", script.KeysOf(name).Writers).AsInt64()
 	if err != nil {
 		t.Fatalf("ZCARD: %v", err)
 	}

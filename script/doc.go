@@ -1,16 +1,12 @@
-// Package script is leasehold's layout in Redis, for tools and services in
-// other languages that share its locks: the names of the keys and channels,
-// the messages published on them, and the Lua scripts that change them.
+// Package script is leasehold's layout in Redis, for tools and for services in
+// other languages that share locks with Redisson and leasehold: the names of a
+// lock's keys and channels, the messages published on them, and the Lua
+// scripts that change them.
 //
-// Key names follow Redisson's layout, so that a Go service using leasehold and
-// a Java service using Redisson exclude each other on a lock name and wake each
-// other up: see Prefixed and Suffixed, and each name's function.
+//	k := script.KeysOf("orders")
+//	k.Token // redisson_lock_token:{orders}
 //
-//	script.TokenKey("orders")    // redisson_lock_token:{orders}
-//	script.LockChannel("orders") // redisson_lock__channel:{orders}
-//
-// Every state change of a lock is one script, run atomically by Redis. The
-// sources are embedded .lua files, each with a header naming its KEYS, its
-// ARGV and its replies; Source and SHA give a script as Redis runs it (EVALSHA,
-// falling back to EVAL when the server answers NOSCRIPT), and All lists them.
+// A read-write lock's write holds are the hash field OWNER:write. A leasehold
+// semaphore permit id is 16 raw bytes: the first 8 of the Client's UUID, the
+// lease number in 6, the permit's index in its lease in 2.
 package script

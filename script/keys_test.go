@@ -1,21 +1,41 @@
 package script_test
 
 import (
-	"encoding/hex"
 	"testing"
 
+	"github.com/leasehold/leasehold/internal/hub"
 	"github.com/leasehold/leasehold/script"
 )
 
+// The names are Redisson's (and leasehold's own), byte for byte: a Java
+// service sharing a lock finds it under the same keys.
 func TestKeyNames(t *testing.T) {
+	plain, braced, tagged := script.KeysOf("orders"), script.KeysOf("a{b}c"), script.KeysOf("{orders}")
 	tests := []struct{ give, got, want string }{
-		{"plain", script.LockChannel("orders"), "redisson_lock__channel:{orders}"},
-		{"plain", script.TokenKey("orders"), "redisson_lock_token:{orders}"},
-		{"plain", script.UnlockLatchKey("orders", "r1"), "redisson_unlock_latch:{orders}:r1"},
-		{"braced", script.LockChannel("a{b}c"), "redisson_lock__channel:a{b}c"},
-		{"braced", script.TokenKey("{orders}"), "redisson_lock_token:{orders}"},
-		{"suffix", script.Suffixed("orders", "x"), "{orders}:x"},
-		{"suffix braced", script.Suffixed("{o}rders", "x"), "{o}rders:x"},
+		{"name", plain.Name, "orders"},
+		{"channel", plain.Channel, "redisson_lock__channel:{orders}"},
+		{"channel braced", braced.Channel, "redisson_lock__channel:a{b}c"},
+		{"token", plain.Token, "redisson_lock_token:{orders}"},
+		{"token braced", tagged.Token, "redisson_lock_token:{orders}"},
+		{"latch", plain.UnlockLatch("r1"), "redisson_unlock_latch:{orders}:r1"},
+		{"latch braced", braced.UnlockLatch("r1"), "redisson_unlock_latch:a{b}c:r1"},
+		{"fair queue", plain.FairQueue, "redisson_lock_queue:{orders}"},
+		{"fair timeout", plain.FairTimeout, "redisson_lock_timeout:{orders}"},
+		{"fair channel", plain.FairChannel("c:1"), "redisson_lock__channel:{orders}:c:1"},
+		{"rw channel", plain.RWChannel, "redisson_rwlock:{orders}"},
+		{"rw prefix", plain.RWPrefix, "{orders}"},
+		{"rw prefix braced", braced.RWPrefix, "a{b}c"},
+		{"read holds", plain.ReadHolds("c:1"), "{orders}:c:1:rwlock_timeout"},
+		{"read holds braced", script.KeysOf("{o}rders").ReadHolds("c:1"), "{o}rders:c:1:rwlock_timeout"},
+		{"writers", plain.Writers, "leasehold_rwlock_writers:{orders}"},
+		{"semaphore timeout", script.KeysOf("crawl").SemaphoreTimeout, "{crawl}:timeout"},
+		{"semaphore timeout braced", script.KeysOf("{crawl}:a").SemaphoreTimeout, "{crawl}:a:timeout"},
+		{"semaphore channel", script.KeysOf("crawl").SemaphoreChannel, "redisson_sc:{crawl}"},
+		{"semaphore claims", script.KeysOf("crawl").SemaphoreClaims, "leasehold_semaphore_claims:{crawl}"},
+		{"leader", script.KeysOf("sched").Leader, "{sched}:leader"},
+		{"leader braced", script.KeysOf("{sched}:eu").Leader, "{sched}:eu:leader"},
+		{"election channel", script.KeysOf("sched").ElectionChannel, "leasehold_election__channel:{sched}"},
+		{"election channel braced", script.KeysOf("{sched}:eu").ElectionChannel, "leasehold_election__channel:{sched}:eu"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -24,48 +44,32 @@ func TestKeyNames(t *testing.T) {
 	}
 }
 
-func TestScriptsLoaded(t *testing.T) {
-	for _, s := range []*script.Script{script.LockAcquire, script.LockRelease, script.LockRenew, script.LockForceRelease} {
-		if s.Source() == "" || len(s.SHA()) != 40 {
-			t.Errorf("script %s: empty source or bad SHA %q", s.Name(), s.SHA())
-		}
+// Every observer of a Client must hear an election's change message: the
+// hub wakes every waiter of a channel for this message only (any other
+// wakes one).
+func TestWakeAllMessageIsTheHubs(t *testing.T) {
+	if script.WakeAllMessage != hub.WakeAllMessage {
+		t.Fatalf("WakeAllMessage %q, want the hub's wake-all message %q", script.WakeAllMessage, hub.WakeAllMessage)
 	}
 }
 
-func TestSemaphoreKeyNames(t *testing.T) {
-	tests := []struct{ give, got, want string }{
-		{"timeout", script.SemaphoreTimeoutKey("crawl"), "{crawl}:timeout"},
-		{"timeout braced", script.SemaphoreTimeoutKey("{crawl}:a"), "{crawl}:a:timeout"},
-		{"channel", script.SemaphoreChannel("crawl"), "redisson_sc:{crawl}"},
-		{"claims", script.SemaphoreClaimsKey("crawl"), "leasehold_semaphore_claims:{crawl}"},
+// Lookup hands out copies: a caller that changes one changes nothing the
+// library runs.
+func TestLookupIsACopy(t *testing.T) {
+	s, ok := script.Lookup("lock_acquire")
+	if !ok || s.Name != "lock_acquire" || s.Source == "" || len(s.SHA) != 40 {
+		t.Fatalf("Lookup(lock_acquire) = %+v, %v", s, ok)
 	}
-	for _, tt := range tests {
-		if tt.got != tt.want {
-			t.Errorf("%s: got %q, want %q", tt.give, tt.got, tt.want)
-		}
+	s.Source = "return 1"
+	all := script.All()
+	all[0].Source = "return 2"
+	if again, _ := script.Lookup("lock_acquire"); again.Source == s.Source {
+		t.Error("Lookup returned the library's own script")
 	}
-}
-
-// A leasehold permit id is 16 bytes: the first 8 of the Client's UUID, the
-// lease number in 6, the permit's index in its lease in 2. Owners of
-// another shape get a hash, still 14 bytes of prefix.
-func TestPermitIDs(t *testing.T) {
-	tests := []struct{ owner, want string }{
-		{"4eb5c37f-6f31-40ae-bc4b-0216be21f3df:2", "4eb5c37f6f3140ae0000000000020003"},
-		{"4EB5C37F-6F31-40AE-BC4B-0216BE21F3DF:2", "4eb5c37f6f3140ae0000000000020003"},
-		{"4eb5c37f-6f31-40ae-bc4b-0216be21f3df:281474976710657", "4eb5c37f6f3140ae0000000000010003"}, // 2^48+1: the low 48 bits
+	if script.All()[0].Source == "return 2" {
+		t.Error("All returned the library's own slice")
 	}
-	for _, tt := range tests {
-		if got := hex.EncodeToString([]byte(script.PermitID(tt.owner, 3))); got != tt.want {
-			t.Errorf("PermitID(%q, 3) = %s, want %s", tt.owner, got, tt.want)
-		}
-	}
-	for _, owner := range []string{"plain", "x:1", "4eb5c37f:1", "4eb5c37f-zz31-40ae:1", ":"} {
-		if p := script.PermitPrefix(owner); len(p) != 14 {
-			t.Errorf("PermitPrefix(%q) is %d bytes, want 14", owner, len(p))
-		}
-	}
-	if script.PermitID("a:1", 0) == script.PermitID("a:1", 1) || script.PermitPrefix("c:1") == script.PermitPrefix("c:2") {
-		t.Error("ids collide")
+	if _, ok := script.Lookup("nope"); ok {
+		t.Error("Lookup(nope) found a script")
 	}
 }

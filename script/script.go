@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 )
 
@@ -14,75 +15,53 @@ import (
 var sources embed.FS
 
 // includeMarker, at the start of a line of a script, names a helper that
-// load splices in: the line "--!include NAME" becomes lua/lib/NAME.lua.
+// compose splices in: the line "--!include NAME" becomes lua/lib/NAME.lua.
 // Lua in Redis has no require, so helpers shared by several scripts (the fair
 // lock's prune and tell_head) are written once and copied in here, at package
 // initialisation, rather than by hand into each script.
 const includeMarker = "--!include "
 
-// Script is one Lua script: its name, its source and the SHA1 that EVALSHA
-// and SCRIPT LOAD know it by. The source's header names its KEYS, its ARGV
-// and what it returns.
+// Script is one Lua script as Redis runs it. Its source's header names its
+// KEYS, its ARGV and its replies.
 type Script struct {
-	name    string
-	src     string
-	sha     string
-	sharded *Script // the same script publishing with SPUBLISH; nil when it publishes nothing
+	Name   string // the file name without .lua: "lock_acquire"
+	Source string // the source, with its includes spliced in
+	SHA    string // the hex SHA1 of Source, the name EVALSHA knows it by
 }
 
-// publishCall and spublishCall are how every script publishes, and how its
-// sharded twin does: the same arguments, the channel then the message. A
-// script publishes after its writes, so it calls PUBLISH with redis.pcall: a
-// PUBLISH that an ACL refuses must not turn a change Redis has applied into
-// an error, which would tell the caller nothing changed. A message is only a
-// hint: waiters also wake on the key's invalidation or the lease's TTL.
-const (
-	publishCall  = "redis.pcall('publish', "
-	spublishCall = "redis.pcall('spublish', "
-)
+// scripts is every script, in name order, loaded at package initialisation.
+var scripts = load(sources)
 
-// All returns every script of the package, in a new slice: for a tool that
+// Lookup returns the script named name ("lock_acquire"), and false when there
+// is none.
+func Lookup(name string) (Script, bool) {
+	i, ok := slices.BinarySearchFunc(scripts, name, func(s Script, name string) int { return strings.Compare(s.Name, name) })
+	if !ok {
+		return Script{}, false
+	}
+	return scripts[i], true
+}
+
+// All returns every script in a new slice, in name order: for a tool that
 // loads them ahead of time (SCRIPT LOAD) or lists them.
-func All() []*Script {
-	return []*Script{
-		LockAcquire, LockRelease, LockRenew, LockForceRelease,
-		FairAcquire, FairAbandon, FairRelease, FairForceRelease,
-		RWReadAcquire, RWReadRelease, RWReadRenew,
-		RWWriteAcquire, RWWriteRelease, RWWriteRenew, RWWriteAbandon,
-		TokenRaise,
-		SemaphoreAcquire, SemaphoreRelease, SemaphoreRenew, SemaphoreAbandon,
-		SemaphoreSet, SemaphoreAdd, SemaphoreAvailable,
-		ElectionCampaign, ElectionRelease, ElectionRenew, ElectionProclaim, ElectionLeader,
-		Inspect,
-	}
-}
+func All() []Script { return slices.Clone(scripts) }
 
-// load reads lua/NAME.lua and splices in the helpers it includes. A missing
-// file or include is a build defect, hence the panic at package
-// initialisation rather than an error at run time.
-func load(name string) *Script {
-	s := newScript(name, compose(sources, name))
-	if strings.Contains(s.src, publishCall) {
-		s.sharded = newScript(name, strings.ReplaceAll(s.src, publishCall, spublishCall))
+// load composes every lua/NAME.lua of fsys. A missing include is a build
+// defect, hence the panic at package initialisation rather than an error at
+// run time.
+func load(fsys fs.FS) []Script {
+	files, err := fs.Glob(fsys, "lua/*.lua")
+	if err != nil {
+		panic("script: " + err.Error())
 	}
-	return s
-}
-
-func newScript(name, src string) *Script {
-	sum := sha1.Sum([]byte(src))
-	return &Script{name: name, src: src, sha: hex.EncodeToString(sum[:])}
-}
-
-// Sharded is the script as it runs in Redis Cluster on Redis 7 and later:
-// the same source with every PUBLISH an SPUBLISH, so that a message reaches
-// only the nodes of its channel's slot, where Redisson waiters (sharded
-// subscriptions, its default there) subscribe. A script that publishes
-// nothing is its own sharded form.
-func (s *Script) Sharded() *Script {
-	if s.sharded == nil {
-		return s
+	all := make([]Script, 0, len(files))
+	for _, f := range files { // fs.Glob returns them sorted
+		name := strings.TrimSuffix(strings.TrimPrefix(f, "lua/"), ".lua")
+		src := compose(fsys, name)
+		sum := sha1.Sum([]byte(src))
+		all = append(all, Script{Name: name, Source: src, SHA: hex.EncodeToString(sum[:])})
 	}
-	return s.sharded
+	return all
 }
 
 // compose returns the source of lua/NAME.lua in fsys with each include line
@@ -125,12 +104,3 @@ func compose(fsys fs.FS, name string) string {
 	}
 	return b.String()
 }
-
-// Name is the script's file name without the .lua suffix.
-func (s *Script) Name() string { return s.name }
-
-// Source is the script's Lua source, with its includes spliced in.
-func (s *Script) Source() string { return s.src }
-
-// SHA is the hex SHA1 of Source, the name EVALSHA knows it by.
-func (s *Script) SHA() string { return s.sha }

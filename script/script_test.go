@@ -4,8 +4,6 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"io/fs"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -13,8 +11,7 @@ import (
 	"github.com/leasehold/leasehold/internal/redistest"
 )
 
-// All is every Script of the package: this keeps it in step with the
-// embedded lua/*.lua files.
+// All is every embedded lua/*.lua file, each found by Lookup.
 func TestAllScriptsListed(t *testing.T) {
 	files, err := fs.Glob(sources, "lua/*.lua")
 	if err != nil {
@@ -22,7 +19,10 @@ func TestAllScriptsListed(t *testing.T) {
 	}
 	listed := make(map[string]bool)
 	for _, s := range All() {
-		listed[s.Name()] = true
+		listed[s.Name] = true
+		if got, ok := Lookup(s.Name); !ok || got != s {
+			t.Errorf("Lookup(%q) = %v, %v", s.Name, got.Name, ok)
+		}
 	}
 	for _, f := range files {
 		name := strings.TrimSuffix(strings.TrimPrefix(f, "lua/"), ".lua")
@@ -40,8 +40,8 @@ func TestAllScriptsListed(t *testing.T) {
 // would load and fail only when it called the helper.
 func TestComposedSourcesHaveNoMarker(t *testing.T) {
 	for _, s := range All() {
-		if strings.Contains(s.Source(), "--!") {
-			t.Errorf("%s: source holds a \"--!\" line after composition", s.Name())
+		if strings.Contains(s.Source, "--!") {
+			t.Errorf("%s: source holds a \"--!\" line after composition", s.Name)
 		}
 	}
 }
@@ -50,34 +50,38 @@ func TestComposedSourcesHaveNoMarker(t *testing.T) {
 // name servers and Redisson-side tooling know it by) is what it was.
 func TestSourceWithoutIncludesIsTheFile(t *testing.T) {
 	for _, s := range All() {
-		b, err := sources.ReadFile("lua/" + s.Name() + ".lua")
+		b, err := sources.ReadFile("lua/" + s.Name + ".lua")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(b), includeMarker) && s.Source() != string(b) {
-			t.Errorf("%s: source differs from lua/%s.lua, which includes nothing", s.Name(), s.Name())
+		if !strings.Contains(string(b), includeMarker) && s.Source != string(b) {
+			t.Errorf("%s: source differs from lua/%s.lua, which includes nothing", s.Name, s.Name)
 		}
 	}
 }
 
 func TestFairScriptsIncludeHelpers(t *testing.T) {
 	tests := []struct {
-		give *Script
+		give string
 		want []string
 	}{
-		{FairAcquire, []string{"fair_prune", "fair_tell_head"}},
-		{FairAbandon, []string{"fair_prune", "fair_tell_head"}},
-		{FairRelease, []string{"fair_prune", "fair_tell_head"}},
-		{FairForceRelease, []string{"fair_prune"}},
+		{"fair_acquire", []string{"fair_prune", "fair_tell_head"}},
+		{"fair_abandon", []string{"fair_prune", "fair_tell_head"}},
+		{"fair_release", []string{"fair_prune", "fair_tell_head"}},
+		{"fair_force_release", []string{"fair_prune"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.give.Name(), func(t *testing.T) {
+		t.Run(tt.give, func(t *testing.T) {
+			s, ok := Lookup(tt.give)
+			if !ok {
+				t.Fatal("no such script")
+			}
 			for _, lib := range tt.want {
 				body, err := sources.ReadFile("lua/lib/" + lib + ".lua")
 				if err != nil {
 					t.Fatal(err)
 				}
-				if n := strings.Count(tt.give.Source(), string(body)); n != 1 {
+				if n := strings.Count(s.Source, string(body)); n != 1 {
 					t.Errorf("source holds lib/%s.lua %d times, want once", lib, n)
 				}
 			}
@@ -87,9 +91,9 @@ func TestFairScriptsIncludeHelpers(t *testing.T) {
 
 func TestSHAIsOfComposedSource(t *testing.T) {
 	for _, s := range All() {
-		sum := sha1.Sum([]byte(s.Source()))
-		if want := hex.EncodeToString(sum[:]); s.SHA() != want {
-			t.Errorf("%s: SHA %s, want sha1 of the source %s", s.Name(), s.SHA(), want)
+		sum := sha1.Sum([]byte(s.Source))
+		if want := hex.EncodeToString(sum[:]); s.SHA != want {
+			t.Errorf("%s: SHA %s, want sha1 of the source %s", s.Name, s.SHA, want)
 		}
 	}
 }
@@ -169,80 +173,14 @@ func panicOf(f func()) (msg string) {
 func TestScriptsLoadOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	for _, s := range All() {
-		t.Run(s.Name(), func(t *testing.T) {
-			for _, v := range []*Script{s, s.Sharded()} {
-				got, err := srv.Do("SCRIPT", "LOAD", v.Source()).ToString()
-				if err != nil {
-					t.Fatalf("SCRIPT LOAD: %v", err)
-				}
-				if got != v.SHA() {
-					t.Errorf("SCRIPT LOAD returned %s, want %s", got, v.SHA())
-				}
+		t.Run(s.Name, func(t *testing.T) {
+			got, err := srv.Do("SCRIPT", "LOAD", s.Source).ToString()
+			if err != nil {
+				t.Fatalf("SCRIPT LOAD: %v", err)
+			}
+			if got != s.SHA {
+				t.Errorf("SCRIPT LOAD returned %s, want %s", got, s.SHA)
 			}
 		})
-	}
-}
-
-// Every publish is redis.pcall in exactly the form publishCall names, in the
-// scripts and in the helpers they include: a PUBLISH refused after a script's
-// writes (an ACL without it) must not fail a change Redis has applied, and a
-// call in another form would escape the sharded twin's SPUBLISH.
-func TestPublishIsPcall(t *testing.T) {
-	anyPublish := regexp.MustCompile(`(?i)['"]s?publish['"]`)
-	files, err := fs.Glob(sources, "lua/*.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	libs, err := fs.Glob(sources, "lua/lib/*.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	published := 0
-	for _, f := range append(files, libs...) {
-		b, err := sources.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src := string(b)
-		all, ok := len(anyPublish.FindAllString(src, -1)), strings.Count(src, publishCall)
-		if all != ok {
-			t.Errorf("%s: %d publish calls, %d of them %q", f, all, ok, publishCall)
-		}
-		published += ok
-	}
-	if published == 0 {
-		t.Errorf("no script holds %q", publishCall)
-	}
-}
-
-// lib/semaphore.lua's semaphore_max is MaxPermits, the bound the Go side
-// checks TrySetPermits and AddPermits against.
-func TestSemaphoreMaxIsMaxPermits(t *testing.T) {
-	want := "local semaphore_max = " + strconv.FormatInt(MaxPermits, 10) + "\n"
-	for _, s := range []*Script{SemaphoreAcquire, SemaphoreRelease, SemaphoreAdd, SemaphoreAvailable} {
-		if !strings.Contains(s.Source(), want) {
-			t.Errorf("%s: source lacks %q", s.Name(), want)
-		}
-	}
-}
-
-// A script's sharded form publishes with SPUBLISH wherever it published, and
-// is otherwise the same; one that publishes nothing is its own sharded form.
-func TestShardedForm(t *testing.T) {
-	for _, s := range All() {
-		sh := s.Sharded()
-		pubs := strings.Count(s.Source(), publishCall)
-		switch {
-		case pubs == 0 && sh != s:
-			t.Errorf("%s publishes nothing but has a sharded twin", s.Name())
-		case pubs > 0 && (strings.Contains(sh.Source(), publishCall) || strings.Count(sh.Source(), spublishCall) != pubs):
-			t.Errorf("%s: %d PUBLISH calls, its sharded form has %d SPUBLISH and %d PUBLISH", s.Name(), pubs,
-				strings.Count(sh.Source(), spublishCall), strings.Count(sh.Source(), publishCall))
-		case pubs > 0 && strings.ReplaceAll(sh.Source(), spublishCall, publishCall) != s.Source():
-			t.Errorf("%s: the sharded form differs in more than its publish calls", s.Name())
-		}
-	}
-	if LockRelease.Sharded() == LockRelease || LockAcquire.Sharded() != LockAcquire {
-		t.Error("lock_release must have a sharded form, lock_acquire none")
 	}
 }

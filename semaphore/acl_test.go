@@ -73,7 +73,7 @@ func TestPermitsWithPublishDenied(t *testing.T) {
 		if ok, err := semaphore.New(c, "reclaim").TrySetPermits(ctx, 0); err != nil || !ok {
 			t.Fatalf("TrySetPermits(0) = %v, %v", ok, err)
 		}
-		srv.Do("ZADD", script.SemaphoreTimeoutKey("reclaim"), "1", "expired-java-permit")
+		srv.Do("ZADD", script.KeysOf("reclaim").SemaphoreTimeout, "1", "expired-java-permit")
 		refusedBy(t, func() {
 			got, err := semaphore.New(c, "reclaim").TryAcquire(ctx)
 			if err != nil {

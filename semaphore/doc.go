@@ -39,7 +39,7 @@
 // redisson_sc:{NAME} the channel on which every change that frees permits
 // publishes the permits then available, which Redisson reads as the number
 // of waiters to wake. A permit id is 16 bytes, as Redisson's: leasehold's
-// hold the Client and lease they belong to (script.PermitPrefix). Permits
+// hold the Client and lease they belong to (see package script). Permits
 // Java takes without a lease time never expire.
 //
 // Expiry times come from the Redis server's clock (TIME), never from the

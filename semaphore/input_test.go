@@ -208,11 +208,11 @@ func TestWrongLayout(t *testing.T) {
 			map[string]bool{"acquire": true, "try-acquire": true, "add-permits": true, "inspect": true}},
 		{"permits a string", func(n string) {
 			srv.Do("SET", n, "3")
-			srv.Do("SET", script.SemaphoreTimeoutKey(n), "x")
+			srv.Do("SET", script.KeysOf(n).SemaphoreTimeout, "x")
 		}, "WRONGTYPE", map[string]bool{"acquire": true, "try-acquire": true, "add-permits": true, "inspect": true}},
 		{"claims a string", func(n string) {
 			srv.Do("SET", n, "3")
-			srv.Do("SET", script.SemaphoreClaimsKey(n), "x")
+			srv.Do("SET", script.KeysOf(n).SemaphoreClaims, "x")
 		}, "WRONGTYPE", map[string]bool{"acquire": true, "try-acquire": true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

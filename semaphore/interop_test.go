@@ -13,6 +13,7 @@ import (
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/locktest"
+	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/script"
@@ -166,7 +167,7 @@ func TestRedissonInteropExcludeAndWake(t *testing.T) {
 	ctx := ctxTimeout(t, 20*time.Second)
 	j := java{t, srv.Client(), "shared"}
 	s := newSet(t, c, "shared", 2)
-	heardBy := locktest.Subscribe(t, srv, script.SemaphoreChannel("shared"))
+	heardBy := locktest.Subscribe(t, srv, script.KeysOf("shared").SemaphoreChannel)
 
 	// Java fills the semaphore: leasehold is excluded, and waits.
 	ids, answer := j.acquire(2, 30*time.Second, 0)
@@ -273,7 +274,7 @@ func TestRedissonReleasesLeaseholdPermit(t *testing.T) {
 	ctx := ctxTimeout(t, 10*time.Second)
 	j := java{t, srv.Client(), "ids"}
 	ls := mustAcquire(t, newSet(t, c, "ids", 1), ctx)
-	id := hex.EncodeToString([]byte(script.PermitID(ls.Owner(), 0)))
+	id := hex.EncodeToString([]byte(lua.PermitID(ls.Owner(), 0)))
 	if len(id) != 32 {
 		t.Fatalf("permit id %s is not 16 bytes", id)
 	}

@@ -17,7 +17,7 @@ import (
 // claims is how many waiters claim their place for several permits.
 func claims(t *testing.T, srv *redistest.Server, name string) int64 {
 	t.Helper()
-	n, err := srv.Do("ZCARD", script.SemaphoreClaimsKey(name)).AsInt64()
+	n, err := srv.Do("ZCARD", script.KeysOf(name).SemaphoreClaims).AsInt64()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestDeadWaitersClaimExpires(t *testing.T) {
 	ctx := ctxTimeout(t, 10*time.Second)
 	s := newSet(t, c, "dead-claim", 2)
 	expiry := time.Now().Add(400 * time.Millisecond)
-	srv.Do("ZADD", script.SemaphoreClaimsKey("dead-claim"), strconv.FormatInt(expiry.UnixMilli(), 10), "gone:1:2")
+	srv.Do("ZADD", script.KeysOf("dead-claim").SemaphoreClaims, strconv.FormatInt(expiry.UnixMilli(), 10), "gone:1:2")
 	_, err := s.TryAcquire(ctx)
 	wantErr(t, err, lease.ErrNotAcquired) // 2 free, but the claim for 2 stands
 	ls := mustAcquire(t, s, ctx)

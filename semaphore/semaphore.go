@@ -4,34 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/internal/engine"
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
-	"github.com/leasehold/leasehold/script"
 )
-
-// grace is how much longer than its next attempt is due a waiter's claim
-// lasts (see the package doc, Order): long enough for a late timer or a slow
-// round trip, short enough that a waiter that died does not hold smaller
-// takers back for long.
-const grace = 5 * time.Second
 
 // MaxPermits is the most permits a semaphore may have available, and the
 // most AddPermits adds or takes away at once: 2^53 - 1, as many as its
 // scripts count exactly (they count in Lua's doubles). TrySetPermits and
 // AddPermits beyond it fail.
-const MaxPermits = script.MaxPermits
+const MaxPermits = lua.MaxPermits
 
 // MaxWeight is the most permits one lease may hold, 65536: Weighted(n) with n
 // above it fails. Each permit is an entry in Redis, renewed one by one.
-const MaxWeight = script.MaxPermitsPerLease
+const MaxWeight = lua.MaxPermitsPerLease
 
 // scope tells a Client's semaphores apart from its other locks (nothing
-// re-enters a semaphore: the protocol is NonReentrant).
+// re-enters a semaphore: its protocol is not Reentrant).
 type scope struct{ c *core.Client }
 
 // unfenced lets quorum find the semaphore's Client; a permit draws no
@@ -61,15 +53,16 @@ var _ lease.Locker = (*Semaphore)(nil)
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Semaphore {
 	cc := (*core.Client)(c)
 	cfg := cc.LockConfig(opts, 0)
-	s := &Semaphore{c: cc, cfg: cfg, s: lua.NewSemaphore(name, cfg.TTL(), grace)}
+	s := &Semaphore{c: cc, cfg: cfg, s: lua.NewSemaphore(name, cfg.Lua())}
 	s.e = s.engine(1, cfg)
 	s.unfenced = s.e.Unfenced()
 	return s
 }
 
-// engine is the engine of leases of n permits.
+// engine is the engine of leases of n permits. The protocol is Redisson's
+// RPermitExpirableSemaphore.
 func (s *Semaphore) engine(n int, cfg core.LockConfig) *engine.Engine {
-	return engine.New(s.c, s.s.Name(), scope{s.c}, cfg, &protocol{c: s.c, s: s.s, n: n})
+	return engine.New(s.c, s.s.Name(), scope{s.c}, cfg, s.s.Weighted(n))
 }
 
 // Name is the semaphore's name, the Redis key of its available permits.
@@ -184,54 +177,3 @@ func (s *Semaphore) AvailablePermits(ctx context.Context) (int, error) {
 	p, err := s.s.Available(ctx, rc)
 	return int(p.Available), s.e.Fail(op, err)
 }
-
-// protocol is the semaphore's scripts for leases of n permits: Redisson's
-// RPermitExpirableSemaphore.
-type protocol struct {
-	c *core.Client
-	s *lua.Semaphore
-	n int
-}
-
-func (p *protocol) Kind() string { return "semaphore" }
-
-// Try takes the lease's n permits. An attempt that waits leaves a claim when
-// it asks for several (larger requests first); one that does not (TryAcquire)
-// must not, since nobody would withdraw it.
-func (p *protocol) Try(ctx context.Context, owner string, wait bool) (lua.Grant, error) {
-	g, err := p.s.Acquire(ctx, p.c.Redis(), owner, p.n, wait)
-	if over := (*lua.OverTotal)(nil); errors.As(err, &over) {
-		return g, fmt.Errorf("%w: %w", lease.ErrInvalid, err)
-	}
-	return g, err
-}
-
-func (p *protocol) Release(ctx context.Context, owner, _ string, _ bool) (int64, error) {
-	return p.s.Release(ctx, p.c.Redis(), owner, p.n)
-}
-
-func (p *protocol) Renewal(owner string) *core.Renewal {
-	keys, args := p.s.Renewal(owner, p.n)
-	return &core.Renewal{Script: script.SemaphoreRenew, Keys: keys, Args: args}
-}
-
-func (p *protocol) Wakeup(string) (channel, key string) {
-	return p.s.Channel(), p.s.Name()
-}
-
-// Abandon withdraws owner's claim when it stops waiting; a waiter for one
-// permit leaves none.
-func (p *protocol) Abandon(ctx context.Context, owner string) error {
-	if p.n == 1 {
-		return nil
-	}
-	return p.s.Abandon(ctx, p.c.Redis(), owner, p.n)
-}
-
-// NonReentrant: a permit taken under another's lease context is another
-// permit.
-func (p *protocol) NonReentrant() {}
-
-// Weight is how many permits each waiter waits for: the hub wakes as many
-// waiters as a release's count of permits serves.
-func (p *protocol) Weight() int { return p.n }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/script"
@@ -28,7 +29,7 @@ func newSet(t *testing.T, c *leasehold.Client, name string, n int, opts ...lease
 // taken is how many permits of name are held (entries of {NAME}:timeout).
 func taken(t *testing.T, srv *redistest.Server, name string) int64 {
 	t.Helper()
-	n, err := srv.Do("ZCARD", script.SemaphoreTimeoutKey(name)).AsInt64()
+	n, err := srv.Do("ZCARD", script.KeysOf(name).SemaphoreTimeout).AsInt64()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestBoundHeld(t *testing.T) {
 				return
 			default:
 			}
-			if n, err := srv.Do("ZCARD", script.SemaphoreTimeoutKey("bound")).AsInt64(); err == nil && n > permits {
+			if n, err := srv.Do("ZCARD", script.KeysOf("bound").SemaphoreTimeout).AsInt64(); err == nil && n > permits {
 				overRedis.Store(n)
 			}
 			time.Sleep(time.Millisecond)
@@ -132,8 +133,8 @@ func TestPermitIsALease(t *testing.T) {
 		if isLost(ls) {
 			t.Fatalf("lost under the watchdog: %v", ls.Err())
 		}
-		// The permit's id is its lease's: script.PermitID of the owner.
-		score, err := srv.Do("ZSCORE", script.SemaphoreTimeoutKey("renewed"), script.PermitID(ls.Owner(), 0)).AsFloat64()
+		// The permit's id is its lease's: lua.PermitID of the owner.
+		score, err := srv.Do("ZSCORE", script.KeysOf("renewed").SemaphoreTimeout, lua.PermitID(ls.Owner(), 0)).AsFloat64()
 		if err != nil {
 			t.Fatalf("the lease's permit id: %v", err)
 		}
@@ -310,7 +311,7 @@ func TestWakesAtEarliestExpiry(t *testing.T) {
 	c, _ := untracked(t, srv)
 	ctx := ctxTimeout(t, 10*time.Second)
 	srv.Do("SET", "expiring", "0")
-	srv.Do("ZADD", script.SemaphoreTimeoutKey("expiring"), strconv.FormatInt(time.Now().Add(300*time.Millisecond).UnixMilli(), 10), "java-permit")
+	srv.Do("ZADD", script.KeysOf("expiring").SemaphoreTimeout, strconv.FormatInt(time.Now().Add(300*time.Millisecond).UnixMilli(), 10), "java-permit")
 	start := time.Now()
 	ls := mustAcquire(t, semaphore.New(c, "expiring"), ctx)
 	took := time.Since(start)
@@ -366,7 +367,7 @@ func TestAddPermits(t *testing.T) {
 	if n, _ := s.AvailablePermits(ctx); n != 5 {
 		t.Fatalf("available %d, want 5", n)
 	}
-	srv.Do("ZADD", script.SemaphoreTimeoutKey("add"), "1", "expired-java-permit")
+	srv.Do("ZADD", script.KeysOf("add").SemaphoreTimeout, "1", "expired-java-permit")
 	if n, _ := s.AvailablePermits(ctx); n != 6 {
 		t.Fatalf("available %d with an expired permit, want 6", n)
 	}

@@ -157,7 +157,7 @@ func ownerClient(owner string) string {
 }
 
 // idHead is the first 16 hex digits of a Client ID, which a leasehold permit
-// id carries (script.PermitPrefix).
+// id carries (lua.PermitPrefix).
 func idHead(id string) string {
 	return strings.ToLower(strings.ReplaceAll(id, "-", ""))[:16]
 }

@@ -247,7 +247,7 @@ func list(ctx context.Context, e env, pattern string, count int64, asJSON bool) 
 // semaphores with permits held (their permits' zset).
 func lockNames(ctx context.Context, rc rueidis.Client, pattern string, count int64) ([]string, error) {
 	names := map[string]bool{}
-	queuePrefix := strings.TrimSuffix(script.FairQueueKey(""), "{}")
+	queuePrefix := strings.TrimSuffix(script.KeysOf("").FairQueue, "{}")
 	for _, node := range rc.Nodes() {
 		// Held locks are hashes. A fair lock whose holder has gone while
 		// others wait has no hash, only its queue: find it by its queue.
@@ -255,7 +255,7 @@ func lockNames(ctx context.Context, rc rueidis.Client, pattern string, count int
 		if err != nil {
 			return nil, err
 		}
-		err = scan(ctx, node, script.FairQueueKey(pattern), "list", count, func(key string) {
+		err = scan(ctx, node, script.KeysOf(pattern).FairQueue, "list", count, func(key string) {
 			names[unbrace(strings.TrimPrefix(key, queuePrefix))] = true
 		})
 		if err != nil {
@@ -263,7 +263,7 @@ func lockNames(ctx context.Context, rc rueidis.Client, pattern string, count int
 		}
 		// A semaphore is a string; one with permits held has its set of
 		// permits, {NAME}:timeout: find it by that.
-		err = scan(ctx, node, script.SemaphoreTimeoutKey(pattern), "zset", count, func(key string) {
+		err = scan(ctx, node, script.KeysOf(pattern).SemaphoreTimeout, "zset", count, func(key string) {
 			names[unbrace(strings.TrimSuffix(key, ":timeout"))] = true
 		})
 		if err != nil {

@@ -73,7 +73,7 @@ func TestElection(t *testing.T) {
 	// A leader key naming an owner that does not hold the lock names no
 	// leader, as election's Leader reads it: the lock is an rlock.
 	srv.Do("HSET", "stale", "b6e1c4de-0c4a-4c6b-9b63-2c1f3a7e2f10:1", "1")
-	srv.Do("HSET", script.LeaderKey("stale"), "value", "gone:1", "token", "7", "owner", "someone-else:1")
+	srv.Do("HSET", script.KeysOf("stale").Leader, "value", "gone:1", "token", "7", "owner", "someone-else:1")
 	wantLines(t, mustCmd(t, srv, "", "inspect", "stale"), `^kind +rlock \(reentrant lock\)$`)
 	if j := inspectJSON(t, srv, "stale"); j.Kind != "rlock" || j.Leader != nil {
 		t.Errorf("-json of a stale leader key: kind %q leader %+v, want rlock, null", j.Kind, j.Leader)
@@ -86,7 +86,7 @@ func TestElection(t *testing.T) {
 		t.Fatal("the leader did not lose its term")
 	}
 	eventually(t, 5*time.Second, "the leader key deleted", func() bool {
-		n, _ := srv.Do("EXISTS", script.LeaderKey("scheduler")).AsInt64()
+		n, _ := srv.Do("EXISTS", script.KeysOf("scheduler").Leader).AsInt64()
 		return n == 0
 	})
 	if j := inspectJSON(t, srv, "scheduler"); j.Kind != "free" || j.Leader != nil {

@@ -41,11 +41,11 @@ func forceRelease(ctx context.Context, rc rueidis.Client, s *lock) (bool, error)
 	case lua.KindRLock, lua.KindElection:
 		// The leader's next renewal finds NAME gone, deletes {NAME}:leader
 		// and tells the observers; the unlock message wakes a campaigner.
-		return lua.ForceReleaseLock(ctx, rc, s.Name)
+		return lua.NewLock(s.Name, lua.Config{}).ForceRelease(ctx, rc)
 	case lua.KindFair:
-		return lua.ForceReleaseFair(ctx, rc, s.Name)
+		return lua.NewFair(s.Name, lua.Config{}).ForceRelease(ctx, rc)
 	case lua.KindRW:
-		return lua.ForceReleaseRW(ctx, rc, s.Name)
+		return lua.NewWrite(s.Name, lua.Config{}).ForceRelease(ctx, rc)
 	}
 	return false, nil
 }

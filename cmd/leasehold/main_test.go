@@ -132,7 +132,7 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 func queueLen(t *testing.T, srv *redistest.Server, name string) int64 {
 	t.Helper()
-	n, err := srv.Do("LLEN", script.FairQueueKey(name)).AsInt64()
+	n, err := srv.Do("LLEN", script.KeysOf(name).FairQueue).AsInt64()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestInspectFair(t *testing.T) {
 		defer f.Cancel()
 		eventually(t, 10*time.Second, "waiter queued", func() bool { return queueLen(t, srv, "jobs") == i })
 	}
-	queue, err := srv.Do("LRANGE", script.FairQueueKey("jobs"), "0", "-1").AsStrSlice()
+	queue, err := srv.Do("LRANGE", script.KeysOf("jobs").FairQueue, "0", "-1").AsStrSlice()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestInspectRW(t *testing.T) {
 	writer := rw.New(b, "catalog", leasehold.WithWriterPreference()).Write().AcquireAsync(ctx)
 	defer writer.Cancel()
 	eventually(t, 10*time.Second, "writer announced", func() bool {
-		n, _ := srv.Do("ZCARD", script.WritersKey("catalog")).AsInt64()
+		n, _ := srv.Do("ZCARD", script.KeysOf("catalog").Writers).AsInt64()
 		return n == 1
 	})
 
@@ -343,7 +343,7 @@ func TestInspectRedisson(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := java.Do(ctx, java.B().Eval().Script(redissonReadLock).Numkeys(2).
-			Key("java-catalog", script.ReadTimeoutPrefix("java-catalog", javaOwner)).
+			Key("java-catalog", script.KeysOf("java-catalog").ReadHolds(javaOwner)).
 			Arg("30000", javaOwner, javaOwner+":write").Build()).Error(); err != nil && !rueidis.IsRedisNil(err) {
 			t.Fatal(err)
 		}
@@ -397,7 +397,7 @@ func TestList(t *testing.T) {
 	}
 	srv.Do("SET", "orders:count", "2")
 	// A fair lock whose holder is gone while someone waits: only its queue.
-	srv.Do("RPUSH", script.FairQueueKey("printer"), "someone:1")
+	srv.Do("RPUSH", script.KeysOf("printer").FairQueue, "someone:1")
 
 	out := mustCmd(t, srv, "", "list", "-count", "10", "*")
 	wantLines(t, out,

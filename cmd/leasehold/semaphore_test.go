@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/script"
 	"github.com/leasehold/leasehold/semaphore"
@@ -31,16 +32,16 @@ func TestSemaphore(t *testing.T) {
 	two := acquire(t, s.Weighted(2), ctx)
 	// A permit Redisson took with no lease, and one whose lease ran out.
 	srv.Do("DECRBY", "crawl", "2")
-	srv.Do("ZADD", script.SemaphoreTimeoutKey("crawl"), fmt.Sprint(script.NonExpiring), "java-forever-id!")
-	srv.Do("ZADD", script.SemaphoreTimeoutKey("crawl"), "1", "java-expired-id!")
+	srv.Do("ZADD", script.KeysOf("crawl").SemaphoreTimeout, fmt.Sprint(lua.NonExpiring), "java-forever-id!")
+	srv.Do("ZADD", script.KeysOf("crawl").SemaphoreTimeout, "1", "java-expired-id!")
 	f := semaphore.New(open(t, srv), "crawl").Weighted(3).AcquireAsync(ctx)
 	eventually(t, 5*time.Second, "a waiter for 3 claims", func() bool {
-		n, _ := srv.Do("ZCARD", script.SemaphoreClaimsKey("crawl")).AsInt64()
+		n, _ := srv.Do("ZCARD", script.KeysOf("crawl").SemaphoreClaims).AsInt64()
 		return n == 1
 	})
 	// Its attempt gave the expired permit back: 1 free of 5, 4 held.
 	id := func(owner string, i int) string {
-		return regexp.QuoteMeta(hex.EncodeToString([]byte(script.PermitID(owner, i))))
+		return regexp.QuoteMeta(hex.EncodeToString([]byte(lua.PermitID(owner, i))))
 	}
 	wantLines(t, mustCmd(t, srv, "", "inspect", "crawl"),
 		`^name +crawl$`,
@@ -101,13 +102,13 @@ func TestSemaphore(t *testing.T) {
 	if _, err := cmd(t, srv, "", "release", "--yes", "crawl"); err == nil || !strings.Contains(err.Error(), "semaphore") {
 		t.Fatalf("release of a semaphore: %v, want a refusal", err)
 	}
-	if n, _ := srv.Do("ZCARD", script.SemaphoreTimeoutKey("crawl")).AsInt64(); n != 4 {
+	if n, _ := srv.Do("ZCARD", script.KeysOf("crawl").SemaphoreTimeout).AsInt64(); n != 4 {
 		t.Fatalf("%d permits held after the refused release, want 4", n)
 	}
 
 	one.Release(ctx)
 	two.Release(ctx)
-	srv.Do("ZREM", script.SemaphoreTimeoutKey("crawl"), "java-forever-id!")
+	srv.Do("ZREM", script.KeysOf("crawl").SemaphoreTimeout, "java-forever-id!")
 	srv.Do("INCR", "crawl")
 	l, err := f.Result()
 	if err != nil {

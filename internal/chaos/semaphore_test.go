@@ -49,7 +49,7 @@ func TestSemaphoreBound(t *testing.T) {
 		t.Helper()
 		start := time.Now()
 		eventually(t, base.Watchdog+5*time.Second, what, func() bool {
-			held, err := srv.Do("ZRANGE", script.SemaphoreTimeoutKey(base.Name), "0", "-1", "WITHSCORES").AsZScores()
+			held, err := srv.Do("ZRANGE", script.KeysOf(base.Name).SemaphoreTimeout, "0", "-1", "WITHSCORES").AsZScores()
 			if err != nil || len(held) != permits {
 				return false
 			}

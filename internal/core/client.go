@@ -74,7 +74,7 @@ func NewClient(rc rueidis.Client, owned, tracking bool, o Options) *Client {
 	}
 	c.rc, c.owned, c.id, c.opts = rc, owned, o.ID, o
 	c.hub = hub.NewHub(rc, tracking, hubOpts...)
-	c.keeper = NewKeeper(rc, o.Watchdog, WaitReplicas(o.Replicas, o.ReplicaTimeout))
+	c.keeper = NewKeeper(rc, o.Watchdog, o.Sharded, WaitReplicas(o.Replicas, o.ReplicaTimeout))
 	c.ctx, c.cancel = ctx, cancel
 	return c
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/access"
+	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
 )
 
@@ -40,6 +41,11 @@ func (c LockConfig) TTL() time.Duration {
 		return c.LeaseTime
 	}
 	return c.Watchdog
+}
+
+// Lua is what the lock's scripts take of its configuration.
+func (c LockConfig) Lua() lua.Config {
+	return lua.Config{Lease: c.TTL(), QueueTimeout: c.QueueTimeout, PreferWriters: c.WriterPreference}
 }
 
 // Renewed reports whether the watchdog renews the lock's leases.

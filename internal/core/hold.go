@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/access"
+	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/internal/retry"
 	"github.com/leasehold/leasehold/lease"
-	"github.com/leasehold/leasehold/script"
 )
 
 // ReleaseFunc gives up the owner's holds on Redis: one hold, or every hold
@@ -20,14 +20,6 @@ import (
 // the script can answer a retry from its latch. It returns an error wrapping
 // lease.ErrNotHeld when the owner held nothing.
 type ReleaseFunc func(ctx context.Context, requestID string, all bool) error
-
-// Renewal is the script the Keeper runs every round to extend a watchdog
-// hold. It must return 1 while the owner holds the lock and 0 once it does not.
-type Renewal struct {
-	Script *script.Script
-	Keys   []string
-	Args   []string
-}
 
 // HoldConfig describes a hold to NewHold.
 type HoldConfig struct {
@@ -42,9 +34,10 @@ type HoldConfig struct {
 	Scope any
 	// TTL is the lease time Redis was given.
 	TTL time.Duration
-	// Renew is the renewal of a watchdog lease; nil for a fixed lease, which
-	// runs out TTL after it was taken.
-	Renew *Renewal
+	// Renew is the script the Keeper runs every round to extend a watchdog
+	// lease: it returns 1 while the owner holds the lock, 0 once it does
+	// not. nil for a fixed lease, which runs out TTL after it was taken.
+	Renew *lua.Call
 	// Release gives the holds up on Redis.
 	Release ReleaseFunc
 	// Observer, when set, hears of the hold's leases (see lease.Event).

@@ -21,6 +21,7 @@ import (
 // cannot be reached to say so.
 type Keeper struct {
 	rc       rueidis.Client
+	sharded  bool // rc's scripts publish with SPUBLISH (lua.Sharded)
 	interval time.Duration
 	ctx      context.Context // cancelled by Close: aborts a renewal round in flight
 	stop     context.CancelFunc
@@ -37,11 +38,13 @@ type Keeper struct {
 }
 
 // NewKeeper starts a keeper that renews watchdog holds on rc every
-// watchdog/3. Close stops it.
-func NewKeeper(rc rueidis.Client, watchdog time.Duration, opts ...KeeperOption) *Keeper {
+// watchdog/3, running the renewal scripts' sharded form when sharded is set
+// (see Options.Sharded). Close stops it.
+func NewKeeper(rc rueidis.Client, watchdog time.Duration, sharded bool, opts ...KeeperOption) *Keeper {
 	ctx, stop := context.WithCancel(context.Background())
 	k := &Keeper{
 		rc:       rc,
+		sharded:  sharded,
 		interval: watchdog / 3,
 		ctx:      ctx,
 		stop:     stop,
@@ -203,8 +206,7 @@ func (k *Keeper) round(hs []*Hold) (failed []*Hold) {
 func (k *Keeper) renew(ctx context.Context, c rueidis.CoreClient, hs []*Hold, wait bool) []rueidis.RedisResult {
 	cmds := make(rueidis.Commands, len(hs), len(hs)+1)
 	for i, h := range hs {
-		r := h.cfg.Renew
-		cmds[i] = lua.Evalsha(c, r.Script, r.Keys, r.Args)
+		cmds[i] = h.cfg.Renew.Cmd(c, k.sharded)
 	}
 	if wait {
 		cmds = append(cmds, k.waitCmd(c))
@@ -222,8 +224,7 @@ func (k *Keeper) renew(ctx context.Context, c rueidis.CoreClient, hs []*Hold, wa
 	k.rounds.Add(1)
 	evals := make(rueidis.Commands, len(again), len(again)+1)
 	for j, i := range again {
-		r := hs[i].cfg.Renew
-		evals[j] = lua.Eval(c, r.Script, r.Keys, r.Args)
+		evals[j] = hs[i].cfg.Renew.Eval(c, k.sharded)
 	}
 	if wait {
 		evals = append(evals, k.waitCmd(c))
@@ -251,8 +252,7 @@ func (k *Keeper) waited(ctx context.Context, hs []*Hold, synced []bool) []rueidi
 	for i, h := range hs {
 		slot := uint16(0)
 		if k.rc.Mode() == rueidis.ClientModeCluster {
-			r := h.cfg.Renew
-			cmd := lua.Evalsha(k.rc, r.Script, r.Keys, r.Args)
+			cmd := h.cfg.Renew.Cmd(k.rc, k.sharded)
 			slot = cmd.Slot()
 		}
 		bySlot[slot] = append(bySlot[slot], i)

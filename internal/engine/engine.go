@@ -1,5 +1,5 @@
 // Package engine is the acquisition loop shared by the lock packages. Each
-// lock kind is a Protocol (its scripts); the Engine serves Acquire,
+// lock kind is a lua.Protocol (its scripts); the Engine serves Acquire,
 // TryAcquire and AcquireAsync over it: one attempt, then waiting on the hub
 // (unlock message, invalidation, the holder's remaining TTL, ctx) between
 // attempts, never on a fixed interval; reentrancy through the context; the
@@ -30,32 +30,30 @@ const (
 	opTryAcquire = "try-acquire"
 )
 
-// Engine is one lock of one kind on one name: the Protocol of its kind, run
-// on a Client. The lock packages embed it and declare the methods users call.
+// Engine is one lock of one kind on one name: the lua.Protocol of its kind,
+// run on a Client. The lock packages embed it and declare the methods users call.
 type Engine struct {
 	client *core.Client // nil when the lock was made with a nil Client
 	name   string
 	scope  any // tells lock kinds apart for reentrancy (comparable)
 	cfg    core.LockConfig
-	proto  Protocol
+	proto  lua.Protocol
 	clock  clock
 	watch  watcher
-	// reentrant is false for a NonReentrant protocol.
+	// reentrant is the protocol's Reentrant.
 	reentrant bool
-	// watchOpts register its waiters with the hub (a Counted protocol's
-	// weight).
+	// watchOpts register its waiters with the hub (the protocol's weight,
+	// when its channel carries counts).
 	watchOpts []hub.WatchOption
 }
 
 // New returns the engine of the lock name on c, of the kind p, configured by
 // cfg. scope must be comparable: leases re-enter only locks of the same scope
 // and name. c may be nil: every call then fails with lease.ErrInvalid.
-func New(c *core.Client, name string, scope any, cfg core.LockConfig, p Protocol) *Engine {
-	e := &Engine{client: c, name: name, scope: scope, cfg: cfg, proto: p, clock: realClock{}}
-	_, never := p.(NonReentrant)
-	e.reentrant = !never
-	if w, ok := p.(Counted); ok {
-		e.watchOpts = []hub.WatchOption{hub.Counted(w.Weight())}
+func New(c *core.Client, name string, scope any, cfg core.LockConfig, p lua.Protocol) *Engine {
+	e := &Engine{client: c, name: name, scope: scope, cfg: cfg, proto: p, clock: realClock{}, reentrant: p.Reentrant()}
+	if w := p.Weight(); w > 0 {
+		e.watchOpts = []hub.WatchOption{hub.Counted(w)}
 	}
 	if c != nil {
 		e.watch = hubWatcher{c.Hub()}
@@ -109,7 +107,10 @@ func (e *Engine) Check(op string) error {
 // name out of braces. Those names work on a single Redis, not on a cluster.
 func oneSlot(name string) bool {
 	tag := hashed(name)
-	return hashed(script.Prefixed("p", name)) == tag && hashed(script.Suffixed(name, "s")) == tag
+	// Every derived key is of Token's form (prefix:{NAME}) or Leader's
+	// ({NAME}:suffix), an id appended or not.
+	k := script.KeysOf(name)
+	return hashed(k.Token) == tag && hashed(k.Leader) == tag
 }
 
 // hashed is the part of key that Redis Cluster hashes to find its slot: what
@@ -206,7 +207,7 @@ func (e *Engine) acquire(ctx context.Context, op string, wait bool, n *int) (*le
 }
 
 // held is the hold of this lock that ctx carries, for a re-entry: nil when
-// it carries none or the protocol is NonReentrant.
+// it carries none or the protocol is not Reentrant.
 func (e *Engine) held(ctx context.Context) *core.Hold {
 	if !e.reentrant {
 		return nil
@@ -339,7 +340,7 @@ func (e *Engine) pause(g lua.Grant, err error, b backoff.BackOff) time.Duration 
 func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lease.Lease, lua.Grant, error) {
 	ttl := e.cfg.TTL()
 	sent := time.Now()
-	g, err := e.proto.Try(ctx, owner, wait)
+	g, err := e.proto.Try(ctx, e.client.Redis(), owner, wait)
 	if err != nil {
 		switch retry.Classify(err) {
 		case retry.Unknown:
@@ -395,7 +396,7 @@ func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lea
 // release runs the protocol's release and turns "not held" into an error
 // wrapping lease.ErrNotHeld.
 func (e *Engine) release(ctx context.Context, owner, id string, all bool) error {
-	n, err := e.proto.Release(ctx, owner, id, all)
+	n, err := e.proto.Release(ctx, e.client.Redis(), owner, id, all)
 	switch {
 	case err != nil && !retry.Transient(err):
 		return e.redisErr("release", err)
@@ -446,7 +447,7 @@ func (e *Engine) replicate(ctx context.Context, op, owner string) error {
 	// and the renewal sent after it could come too late.
 	dc, release := rc.Dedicate()
 	defer release()
-	res := dc.DoMulti(ctx, lua.Eval(dc, r.Script, r.Keys, r.Args), dc.B().Wait().Numreplicas(int64(n)).Timeout(max(timeout.Milliseconds(), 1)).Build())
+	res := dc.DoMulti(ctx, r.Eval(dc, e.client.Options().Sharded), dc.B().Wait().Numreplicas(int64(n)).Timeout(max(timeout.Milliseconds(), 1)).Build())
 	held, err := res[0].AsInt64()
 	if err == nil && held != 1 {
 		err = errors.New("the lease ran out before the replicas were asked")
@@ -465,7 +466,7 @@ func (e *Engine) replicate(ctx context.Context, op, owner string) error {
 }
 
 // renewal is the keeper's renewal of owner's hold: nil for a fixed lease.
-func (e *Engine) renewal(owner string) *core.Renewal {
+func (e *Engine) renewal(owner string) *lua.Call {
 	if !e.cfg.Renewed() {
 		return nil
 	}
@@ -475,7 +476,7 @@ func (e *Engine) renewal(owner string) *core.Renewal {
 // reenter takes the lock again for the owner of h, a hold the caller's
 // context carries.
 func (e *Engine) reenter(ctx context.Context, op string, h *core.Hold) (*lease.Lease, error) {
-	g, err := e.proto.Try(ctx, h.Owner(), false)
+	g, err := e.proto.Try(ctx, e.client.Redis(), h.Owner(), false)
 	if err != nil {
 		return nil, core.Errorf(op, e.name, "reentrant acquire: %w", e.redisErr(op, err))
 	}
@@ -515,21 +516,15 @@ func (e *Engine) releaseNow(owner string) {
 // abandon undoes what a waiter leaves behind besides a hold (its place in a
 // queue), in the background.
 func (e *Engine) abandon(owner string) {
-	a, ok := e.proto.(Abandoner)
-	if !ok {
-		return
-	}
 	e.client.Go(func() {
 		ctx, cancel := context.WithTimeout(e.client.Context(), e.cfg.TTL())
 		defer cancel()
-		_ = retry.Do(ctx, func() error { return a.Abandon(ctx, owner) })
+		_ = retry.Do(ctx, func() error { return e.proto.Abandon(ctx, e.client.Redis(), owner) })
 	})
 }
 
 func (e *Engine) undo(ctx context.Context, owner string) {
-	if a, ok := e.proto.(Abandoner); ok {
-		_ = retry.Do(ctx, func() error { return a.Abandon(ctx, owner) })
-	}
+	_ = retry.Do(ctx, func() error { return e.proto.Abandon(ctx, e.client.Redis(), owner) })
 	id := core.NewRequestID()
 	_ = retry.Do(ctx, func() error {
 		if err := e.release(ctx, owner, id, true); !errors.Is(err, lease.ErrNotHeld) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"go.uber.org/goleak"
 
 	"github.com/leasehold/leasehold/internal/core"
@@ -141,7 +142,7 @@ func newFakeProtocol() *fakeProtocol {
 	return &fakeProtocol{answers: make(chan answer, 16), tries: make(chan string, 16)}
 }
 
-func (p *fakeProtocol) Try(ctx context.Context, owner string, wait bool) (lua.Grant, error) {
+func (p *fakeProtocol) Try(ctx context.Context, _ rueidis.Client, owner string, wait bool) (lua.Grant, error) {
 	p.tries <- owner
 	select {
 	case a := <-p.answers:
@@ -151,7 +152,7 @@ func (p *fakeProtocol) Try(ctx context.Context, owner string, wait bool) (lua.Gr
 	}
 }
 
-func (p *fakeProtocol) Release(_ context.Context, owner, _ string, all bool) (int64, error) {
+func (p *fakeProtocol) Release(_ context.Context, _ rueidis.Client, owner, _ string, all bool) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if all {
@@ -160,13 +161,17 @@ func (p *fakeProtocol) Release(_ context.Context, owner, _ string, all bool) (in
 	return lua.Freed, nil
 }
 
-func (p *fakeProtocol) Renewal(string) *core.Renewal { return nil }
+func (p *fakeProtocol) Renewal(string) *lua.Call { return nil }
 
 func (p *fakeProtocol) Kind() string { return "fake" }
 
 func (p *fakeProtocol) Wakeup(owner string) (channel, key string) { return "ch:" + owner, "" }
 
-func (p *fakeProtocol) Abandon(_ context.Context, owner string) error {
+func (p *fakeProtocol) Reentrant() bool { return true }
+
+func (p *fakeProtocol) Weight() int { return 0 }
+
+func (p *fakeProtocol) Abandon(_ context.Context, _ rueidis.Client, owner string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.left = append(p.left, owner)
@@ -465,15 +470,15 @@ func TestReentryUnderLeaseContext(t *testing.T) {
 // re-entered and whose waiters wait for several permits (a semaphore's).
 type permitProtocol struct{ *fakeProtocol }
 
-func (permitProtocol) NonReentrant() {}
-func (permitProtocol) Weight() int   { return 3 }
+func (permitProtocol) Reentrant() bool { return false }
+func (permitProtocol) Weight() int     { return 3 }
 
-// A NonReentrant protocol opts out of reentrancy: an Acquire under a lease's
+// A protocol that is not Reentrant opts out of reentrancy: an Acquire under a lease's
 // context of the same lock is a fresh acquisition, under a new owner, that
 // waits like any other and returns a lease on a hold of its own (a second
 // permit of a semaphore, not a re-entry of the first); neither lease's hold
-// count moves, and each is released on its own. Its waiters are registered
-// with the hub as Counted.
+// count moves, and each is released on its own. Its waiters, of a positive
+// Weight, are registered with the hub as Counted.
 func TestNonReentrantTakesAnotherHold(t *testing.T) {
 	r := newRig(t)
 	r.e = New(r.c, "job", "scope", core.LockConfig{LeaseTime: time.Hour, Watchdog: time.Hour}, permitProtocol{r.proto})

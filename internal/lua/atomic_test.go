@@ -30,16 +30,17 @@ func TestFailingScriptWritesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	const name, owner = "n", "client:1"
-	lease, ft := time.Minute, FairTimes{Queue: time.Minute, Refresh: 20 * time.Second}
-	sem := NewSemaphore(name, lease, time.Second)
+	k := script.KeysOf(name)
+	cfg := Config{Lease: time.Minute, Latch: time.Minute, QueueTimeout: time.Minute, PreferWriters: true, Grace: time.Second}
+	fair, sem := NewFair(name, cfg), NewSemaphore(name, cfg)
 	errOf := func(_ any, err error) error { return err }
 	// stale is a waiter at the head of the fair queue whose deadline has
 	// passed: the first attempt prunes it.
-	stale := [][]string{{"RPUSH", script.FairQueueKey(name), "stale"}, {"ZADD", script.FairTimeoutKey(name), "0", "stale"}}
+	stale := [][]string{{"RPUSH", k.FairQueue, "stale"}, {"ZADD", k.FairTimeout, "0", "stale"}}
 	// permit is a permit of owner's that expired: the next attempt gives
 	// it back.
-	permit := []string{"ZADD", script.SemaphoreTimeoutKey(name), "1", script.PermitID(owner, 0)}
-	max := strconv.FormatInt(script.MaxPermits, 10)
+	permit := []string{"ZADD", k.SemaphoreTimeout, "1", PermitID(owner, 0)}
+	max := strconv.FormatInt(MaxPermits, 10)
 
 	tests := []struct {
 		name  string
@@ -49,52 +50,52 @@ func TestFailingScriptWritesNothing(t *testing.T) {
 	}{
 		{"lock_acquire: re-entry on a count not an integer",
 			[][]string{{"HSET", name, owner, "x"}},
-			func() error { return errOf(NewLock(name, lease, time.Minute).Acquire(ctx, c, owner)) },
+			func() error { return errOf(NewLock(name, cfg).Try(ctx, c, owner, false)) },
 			"not an integer"},
 		{"fair_acquire: re-entry on a count not an integer",
 			append(stale, []string{"HSET", name, owner, "x"}),
-			func() error { return errOf(AcquireFair(ctx, c, name, owner, lease, ft, true)) },
+			func() error { return errOf(fair.Try(ctx, c, owner, true)) },
 			"not an integer"},
 		{"fair_abandon: timeouts of another type",
-			[][]string{{"RPUSH", script.FairQueueKey(name), owner}, {"SET", script.FairTimeoutKey(name), "x"}},
-			func() error { return errOf(AbandonFair(ctx, c, name, owner, ft)) },
+			[][]string{{"RPUSH", k.FairQueue, owner}, {"SET", k.FairTimeout, "x"}},
+			func() error { return errOf(fair.abandon(ctx, c, owner)) },
 			"WRONGTYPE"},
 		{"fair_force_release: queue of another type",
-			[][]string{{"HSET", name, owner, "1"}, {"SET", script.FairQueueKey(name), "x"}},
-			func() error { return errOf(ForceReleaseFair(ctx, c, name)) },
+			[][]string{{"HSET", name, owner, "1"}, {"SET", k.FairQueue, "x"}},
+			func() error { return errOf(fair.ForceRelease(ctx, c)) },
 			"WRONGTYPE"},
 		{"fair_release: queue of another type",
-			[][]string{{"HSET", name, owner, "1"}, {"SET", script.FairQueueKey(name), "x"}},
-			func() error { return errOf(ReleaseFair(ctx, c, name, owner, "r", lease, time.Minute, ft, true)) },
+			[][]string{{"HSET", name, owner, "1"}, {"SET", k.FairQueue, "x"}},
+			func() error { return errOf(fair.Release(ctx, c, owner, "r", true)) },
 			"WRONGTYPE"},
 		{"fair_release: timeouts of another type",
-			[][]string{{"HSET", name, owner, "1"}, {"RPUSH", script.FairQueueKey(name), "w"}, {"SET", script.FairTimeoutKey(name), "x"}},
-			func() error { return errOf(ReleaseFair(ctx, c, name, owner, "r", lease, time.Minute, ft, false)) },
+			[][]string{{"HSET", name, owner, "1"}, {"RPUSH", k.FairQueue, "w"}, {"SET", k.FairTimeout, "x"}},
+			func() error { return errOf(fair.Release(ctx, c, owner, "r", false)) },
 			"WRONGTYPE"},
 		{"rw_read_acquire: re-entry on a count not an integer",
 			[][]string{{"HSET", name, "mode", "read", owner, "x"}},
-			func() error { return errOf(AcquireRead(ctx, c, name, owner, "", lease)) },
+			func() error { return errOf(NewRead(name, cfg).Try(ctx, c, owner, false)) },
 			"not an integer"},
 		{"rw_write_acquire: re-entry on a count not an integer",
-			[][]string{{"HSET", name, "mode", "write", script.WriteField(owner), "x"}},
-			func() error { return errOf(AcquireWrite(ctx, c, name, owner, lease, true, time.Second)) },
+			[][]string{{"HSET", name, "mode", "write", writeField(owner), "x"}},
+			func() error { return errOf(NewWrite(name, cfg).Try(ctx, c, owner, true)) },
 			"not an integer"},
 		{"rw_read_release: writers of another type",
-			[][]string{{"HSET", name, "mode", "read", owner, "1"}, {"SET", script.ReadHoldKey(name, owner, 1), "1"},
-				{"SET", script.WritersKey(name), "x"}},
-			func() error { return errOf(ReleaseRead(ctx, c, name, owner, "r", time.Minute, false)) },
+			[][]string{{"HSET", name, "mode", "read", owner, "1"}, {"SET", k.ReadHolds(owner) + ":1", "1"},
+				{"SET", k.Writers, "x"}},
+			func() error { return errOf(NewRead(name, cfg).Release(ctx, c, owner, "r", false)) },
 			"WRONGTYPE"},
 		{"semaphore_acquire: a count with a leading zero",
 			[][]string{{"SET", name, "05"}, permit},
-			func() error { return errOf(sem.Acquire(ctx, c, "client:2", 1, true)) },
+			func() error { return errOf(sem.Weighted(1).Try(ctx, c, "client:2", true)) },
 			`holds "05", not a number of permits`},
 		{"semaphore_release: a count of -0",
 			[][]string{{"SET", name, "-0"}, permit},
-			func() error { return errOf(sem.Release(ctx, c, owner, 1)) },
+			func() error { return errOf(sem.Weighted(1).Release(ctx, c, owner, "r", true)) },
 			`holds "-0", not a number of permits`},
 		{"semaphore_release: a count beyond MaxPermits",
 			[][]string{{"SET", name, "9007199254740992"}, permit},
-			func() error { return errOf(sem.Release(ctx, c, owner, 1)) },
+			func() error { return errOf(sem.Weighted(1).Release(ctx, c, owner, "r", true)) },
 			"holds 9007199254740992 permits, beyond " + max},
 		{"semaphore_add: a count beyond int64",
 			[][]string{{"SET", name, "99999999999999999999"}},
@@ -106,7 +107,7 @@ func TestFailingScriptWritesNothing(t *testing.T) {
 			"adding 1 permits to the " + max + " available would leave 9007199254740992"},
 		{"semaphore_add: a sum below -MaxPermits",
 			[][]string{{"SET", name, "-5"}},
-			func() error { return errOf(sem.AddPermits(ctx, c, -int(script.MaxPermits))) },
+			func() error { return errOf(sem.AddPermits(ctx, c, -int(MaxPermits))) },
 			"would leave -9007199254740996, beyond ±" + max},
 	}
 	for _, tt := range tests {
@@ -136,17 +137,17 @@ func TestAddPermitsOutOfRange(t *testing.T) {
 	c := srv.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	sem := NewSemaphore("s", time.Minute, time.Second)
-	srv.Do("SET", "s", strconv.FormatInt(script.MaxPermits-1, 10))
+	sem := NewSemaphore("s", Config{Lease: time.Minute})
+	srv.Do("SET", "s", strconv.FormatInt(MaxPermits-1, 10))
 	tests := []struct {
 		give int
 		want int64 // available after, or -1 for an *OutOfRange
 	}{
 		{2, -1},
-		{1, script.MaxPermits},
+		{1, MaxPermits},
 		{1, -1},
-		{-script.MaxPermits, 0},
-		{-script.MaxPermits, -script.MaxPermits},
+		{-MaxPermits, 0},
+		{-MaxPermits, -MaxPermits},
 		{-1, -1},
 	}
 	for _, tt := range tests {

@@ -11,75 +11,108 @@ import (
 	"github.com/leasehold/leasehold/script"
 )
 
-// Election is an election's keys and arguments for one name and lease,
-// derived once so that each run of a script builds nothing it need not. Its
-// lock is NAME on rlock's layout; the leader's value is in script.LeaderKey.
+// The election's scripts: a leader holds the lock NAME on the reentrant
+// lock's layout (so that a Redisson RLock of the same name excludes
+// campaigners and is excluded by a leader) and publishes its value in
+// Keys.Leader, a hash (value, token, owner) that takes the lock's lease, is
+// renewed with it and is deleted when the lock is released. Every change of
+// it is told on Keys.ElectionChannel with script.WakeAllMessage.
+var (
+	electionCampaign = load("election_campaign")
+	electionRelease  = load("election_release")
+	electionRenew    = load("election_renew")
+	electionProclaim = load("election_proclaim")
+	electionLeader   = load("election_leader")
+)
+
+// Election is the election on one name, its keys and arguments derived
+// once. Campaign is the Protocol of its campaigns.
 type Election struct {
-	name, leader, channel, lockChannel, latchPrefix string
-	lease, latch                                    string // ms
+	k            script.Keys
+	latchPrefix  string
+	campaignKeys []string // NAME, token, leader, election channel, lock channel
+	renewKeys    []string // NAME, leader, lock channel, election channel
+	proclaimKeys []string // NAME, leader, election channel
+	leaderKeys   []string // NAME, leader
+	lease, latch string   // ms
 }
 
-// NewElection derives the keys of the election name, with the given lease
-// and the lifetime of release latches.
-func NewElection(name string, lease, latch time.Duration) *Election {
+// NewElection returns the election name with the settings of cfg.
+func NewElection(name string, cfg Config) *Election {
+	k := script.KeysOf(name)
 	return &Election{
-		name:        name,
-		leader:      script.LeaderKey(name),
-		channel:     script.ElectionChannel(name),
-		lockChannel: script.LockChannel(name),
-		latchPrefix: script.UnlockLatchKey(name, ""),
-		lease:       Ms(lease),
-		latch:       Ms(latch),
+		k:            k,
+		latchPrefix:  k.UnlockLatch(""),
+		campaignKeys: []string{name, k.Token, k.Leader, k.ElectionChannel, k.Channel},
+		renewKeys:    []string{name, k.Leader, k.Channel, k.ElectionChannel},
+		proclaimKeys: []string{name, k.Leader, k.ElectionChannel},
+		leaderKeys:   []string{name, k.Leader},
+		lease:        Ms(cfg.Lease),
+		latch:        cfg.latchMs(),
 	}
 }
 
 // Name is the election's name, the key of its lock.
-func (e *Election) Name() string { return e.name }
+func (e *Election) Name() string { return e.k.Name }
 
 // LeaderKey is the key of the leader's value, {NAME}:leader.
-func (e *Election) LeaderKey() string { return e.leader }
+func (e *Election) LeaderKey() string { return e.k.Leader }
 
 // Channel is where changes of the leader are told,
 // leasehold_election__channel:{NAME}.
-func (e *Election) Channel() string { return e.channel }
+func (e *Election) Channel() string { return e.k.ElectionChannel }
 
-// LockChannel is the lock's unlock channel, redisson_lock__channel:{NAME}.
-func (e *Election) LockChannel() string { return e.lockChannel }
+// Campaign returns the Protocol of a campaign that publishes value as the
+// leader's when it wins.
+func (e *Election) Campaign(value string) *Campaign { return &Campaign{e: e, value: value} }
 
-// Campaign runs election_campaign: take (or re-enter) the lock for owner and
-// publish value as the leader's, in one script.
-func (e *Election) Campaign(ctx context.Context, c rueidis.Client, owner, value string) (Grant, error) {
-	return ParseGrant(Exec(ctx, c, script.ElectionCampaign,
-		[]string{e.name, script.TokenKey(e.name), e.leader, e.channel, e.lockChannel},
-		[]string{e.lease, owner, value, script.ElectionMessage, script.UnlockMessage}))
+// Campaign is one campaign of an election: the reentrant lock NAME, with
+// the leader key written, renewed and deleted along with the hold.
+type Campaign struct {
+	e     *Election
+	value string
 }
 
-// Release runs election_release for one hold of owner, or every hold when
-// all is set; the last hold takes the leader key with it. requestID names
-// the release so that a retry is answered from the latch.
-func (e *Election) Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool) (int64, error) {
-	return Exec(ctx, c, script.ElectionRelease,
-		[]string{e.name, e.lockChannel, e.latchPrefix + requestID, e.leader, e.channel},
-		[]string{script.UnlockMessage, e.lease, owner, e.latch, flag(all), script.ElectionMessage}).AsInt64()
+var _ Protocol = (*Campaign)(nil)
+
+func (p *Campaign) Kind() string { return "election" }
+
+// Try runs election_campaign: take (or re-enter) the lock for owner and
+// publish the value as the leader's, in one script.
+func (p *Campaign) Try(ctx context.Context, c rueidis.Client, owner string, _ bool) (Grant, error) {
+	return ParseGrant(electionCampaign.exec(ctx, c, p.e.campaignKeys,
+		[]string{p.e.lease, owner, p.value, script.WakeAllMessage, script.UnlockMessage}))
 }
 
-// Renewal is election_renew for owner as the keeper runs it on c: the
-// script (its sharded form on a Sharded client, since the keeper runs it
-// as given), its KEYS and its ARGV.
-func (e *Election) Renewal(c rueidis.Client, owner string) (s *script.Script, keys, args []string) {
-	s = script.ElectionRenew
-	if _, ok := c.(Sharded); ok {
-		s = s.Sharded()
-	}
-	return s, []string{e.name, e.leader, e.lockChannel, e.channel},
-		[]string{e.lease, owner, script.UnlockMessage, script.ElectionMessage}
+// Release runs election_release; the last hold takes the leader key with it.
+func (p *Campaign) Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool) (int64, error) {
+	k := p.e.k
+	return electionRelease.exec(ctx, c,
+		[]string{k.Name, k.Channel, p.e.latchPrefix + requestID, k.Leader, k.ElectionChannel},
+		[]string{script.UnlockMessage, p.e.lease, owner, p.e.latch, flag(all), script.WakeAllMessage}).AsInt64()
 }
+
+// Renewal is election_renew.
+func (p *Campaign) Renewal(owner string) *Call {
+	return &Call{script: electionRenew, Keys: p.e.renewKeys,
+		Args: []string{p.e.lease, owner, script.UnlockMessage, script.WakeAllMessage}}
+}
+
+// Abandon does nothing: a campaigner leaves no trace.
+func (p *Campaign) Abandon(context.Context, rueidis.Client, string) error { return nil }
+
+// Wakeup is the reentrant lock's: a campaigner waits as an rlock waiter
+// does, so that Redisson's unlock wakes it too.
+func (p *Campaign) Wakeup(string) (channel, key string) { return p.e.k.Channel, p.e.k.Name }
+
+func (p *Campaign) Reentrant() bool { return true }
+
+func (p *Campaign) Weight() int { return 0 }
 
 // Proclaim runs election_proclaim: it publishes value as owner's, and
 // reports false (writing nothing) when owner does not lead.
 func (e *Election) Proclaim(ctx context.Context, c rueidis.Client, owner, value string) (bool, error) {
-	n, err := Exec(ctx, c, script.ElectionProclaim, []string{e.name, e.leader, e.channel},
-		[]string{owner, value, script.ElectionMessage}).AsInt64()
+	n, err := electionProclaim.exec(ctx, c, e.proclaimKeys, []string{owner, value, script.WakeAllMessage}).AsInt64()
 	return n == 1, err
 }
 
@@ -96,7 +129,7 @@ type Term struct {
 // Leader runs election_leader: the current leader, and false when there is
 // none.
 func (e *Election) Leader(ctx context.Context, c rueidis.Client) (Term, bool, error) {
-	arr, err := Exec(ctx, c, script.ElectionLeader, []string{e.name, e.leader}, nil).ToArray()
+	arr, err := electionLeader.exec(ctx, c, e.leaderKeys, nil).ToArray()
 	if err != nil || len(arr) == 0 {
 		return Term{}, false, err
 	}

@@ -22,15 +22,16 @@ func TestElectionScripts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	const name = "e"
-	e := NewElection(name, time.Minute, time.Minute)
+	e := NewElection(name, Config{Lease: time.Minute, Latch: time.Minute})
+	k := script.KeysOf(name)
 	heard := listen(t, srv, "*")
 	const marker = "marker"
-	elected, unlocked := script.ElectionChannel(name)+" 1", script.LockChannel(name)+" 0"
+	elected, unlocked := k.ElectionChannel+" 1", k.Channel+" 0"
 	var term string // the token of a's first campaign
 
 	campaign := func(owner, value string) func() (string, error) {
 		return func() (string, error) {
-			g, err := e.Campaign(ctx, c, owner, value)
+			g, err := e.Campaign(value).Try(ctx, c, owner, true)
 			if g.Acquired && g.Count == 1 {
 				term = strconv.FormatUint(g.Token, 10)
 			}
@@ -39,8 +40,7 @@ func TestElectionScripts(t *testing.T) {
 	}
 	renew := func(owner string) func() (string, error) {
 		return func() (string, error) {
-			s, keys, args := e.Renewal(c, owner)
-			n, err := Exec(ctx, c, s, keys, args).AsInt64()
+			n, err := run(ctx, c, e.Campaign("").Renewal(owner)).AsInt64()
 			return strconv.FormatInt(n, 10), err
 		}
 	}
@@ -52,7 +52,7 @@ func TestElectionScripts(t *testing.T) {
 	}
 	release := func(owner, id string, all bool) func() (string, error) {
 		return func() (string, error) {
-			n, err := e.Release(ctx, c, owner, id, all)
+			n, err := e.Campaign("").Release(ctx, c, owner, id, all)
 			return strconv.FormatInt(n, 10), err
 		}
 	}
@@ -81,10 +81,10 @@ func TestElectionScripts(t *testing.T) {
 		{"a renews no more", renew("a"), "0", "", "", []string{elected}},
 		{"a releases no more", release("a", "r3", true), "-1", "", "", nil},
 		{"a campaigns again", campaign("a", "v4"), "true/1", "a=1", "v4,a", []string{elected}},
-		{"an operator deletes the leader key", do("DEL", script.LeaderKey(name)), "", "a=1", "", nil},
+		{"an operator deletes the leader key", do("DEL", k.Leader), "", "a=1", "", nil},
 		{"a's renewal ends its term and frees the lock", renew("a"), "0", "", "", []string{unlocked, elected}},
 		{"a campaigns again", campaign("a", "v5"), "true/1", "a=1", "v5,a", []string{elected}},
-		{"an operator deletes the leader key", do("DEL", script.LeaderKey(name)), "", "a=1", "", nil},
+		{"an operator deletes the leader key", do("DEL", k.Leader), "", "a=1", "", nil},
 		{"a's re-entry finds its term ended", campaign("a", "v6"), "false/0", "", "", []string{unlocked}},
 		{"b campaigns", campaign("b", "w1"), "true/1", "b=1", "w1,b", []string{elected}},
 		{"an operator deletes the lock", do("DEL", name), "", "", "w1,b", nil},
@@ -111,7 +111,7 @@ func TestElectionScripts(t *testing.T) {
 		if strings.Join(lock, ",") != st.lock {
 			t.Fatalf("%s: lock %v, want %s", st.name, lock, st.lock)
 		}
-		l, err := srv.Do("HGETALL", script.LeaderKey(name)).AsStrMap()
+		l, err := srv.Do("HGETALL", k.Leader).AsStrMap()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func TestElectionScripts(t *testing.T) {
 		if st.leader != "" {
 			// It takes the lock's lease, and is renewed and released with it.
 			lt, _ := srv.Do("PTTL", name).AsInt64()
-			kt, _ := srv.Do("PTTL", script.LeaderKey(name)).AsInt64()
+			kt, _ := srv.Do("PTTL", k.Leader).AsInt64()
 			if st.lock != "" && (kt <= 0 || lt <= 0 || kt > lt+1 || lt > kt+1000) {
 				t.Fatalf("%s: leader key PTTL %d, lock PTTL %d", st.name, kt, lt)
 			}
@@ -146,11 +146,11 @@ func TestElectionLeader(t *testing.T) {
 	c := srv.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	e := NewElection("l", time.Minute, time.Minute)
+	e := NewElection("l", Config{Lease: time.Minute})
 	if _, ok, err := e.Leader(ctx, c); ok || err != nil {
 		t.Fatalf("no leader: %v, %v", ok, err)
 	}
-	g, err := e.Campaign(ctx, c, "a", "addr")
+	g, err := e.Campaign("addr").Try(ctx, c, "a", true)
 	if err != nil || !g.Acquired {
 		t.Fatal(g, err)
 	}
@@ -159,9 +159,9 @@ func TestElectionLeader(t *testing.T) {
 		t.Fatalf("Leader = %+v, %v, %v", got, ok, err)
 	}
 	for _, st := range [][]string{
-		{"DEL", "l"},                        // the lock is gone: its key left is nobody's
-		{"SET", script.LeaderKey("l"), "x"}, // a key of another type is none
-		{"HSET", "l", "a", "1"},             // the owner holds again, under a foreign key
+		{"DEL", "l"},                // the lock is gone: its key left is nobody's
+		{"SET", e.LeaderKey(), "x"}, // a key of another type is none
+		{"HSET", "l", "a", "1"},     // the owner holds again, under a foreign key
 	} {
 		srv.Do(st...)
 		if got, ok, err := e.Leader(ctx, c); ok || err != nil {
@@ -178,12 +178,12 @@ func TestElectionScriptsFailBeforeWriting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	const name, owner = "n", "client:1"
-	e := NewElection(name, time.Minute, time.Minute)
-	leader := script.LeaderKey(name)
+	e := NewElection(name, Config{Lease: time.Minute})
+	k := script.KeysOf(name)
+	leader := k.Leader
 	errOf := func(_ any, err error) error { return err }
 	renew := func() error {
-		s, keys, args := e.Renewal(c, owner)
-		return Exec(ctx, c, s, keys, args).Error()
+		return run(ctx, c, e.Campaign("v").Renewal(owner)).Error()
 	}
 	tests := []struct {
 		name  string
@@ -192,17 +192,17 @@ func TestElectionScriptsFailBeforeWriting(t *testing.T) {
 		want  string
 	}{
 		{"campaign: a leader key of another type", [][]string{{"SET", leader, "x"}},
-			func() error { return errOf(e.Campaign(ctx, c, owner, "v")) }, "WRONGTYPE"},
-		{"campaign: a corrupt fencing counter", [][]string{{"SET", script.TokenKey(name), "x"}},
-			func() error { return errOf(e.Campaign(ctx, c, owner, "v")) }, "not an integer"},
+			func() error { return errOf(e.Campaign("v").Try(ctx, c, owner, true)) }, "WRONGTYPE"},
+		{"campaign: a corrupt fencing counter", [][]string{{"SET", k.Token, "x"}},
+			func() error { return errOf(e.Campaign("v").Try(ctx, c, owner, true)) }, "not an integer"},
 		{"campaign: re-entry on a count not an integer", [][]string{{"HSET", name, owner, "x"}, {"HSET", leader, "owner", owner}},
-			func() error { return errOf(e.Campaign(ctx, c, owner, "v")) }, "not an integer"},
+			func() error { return errOf(e.Campaign("v").Try(ctx, c, owner, true)) }, "not an integer"},
 		{"campaign: a lock of another type", [][]string{{"SET", name, "x"}, {"HSET", leader, "owner", owner}},
-			func() error { return errOf(e.Campaign(ctx, c, owner, "v")) }, "WRONGTYPE"},
+			func() error { return errOf(e.Campaign("v").Try(ctx, c, owner, true)) }, "WRONGTYPE"},
 		{"release: a lock of another type", [][]string{{"SET", name, "x"}, {"HSET", leader, "owner", owner}},
-			func() error { return errOf(e.Release(ctx, c, owner, "r", true)) }, "WRONGTYPE"},
+			func() error { return errOf(e.Campaign("v").Release(ctx, c, owner, "r", true)) }, "WRONGTYPE"},
 		{"release one: a lock of another type", [][]string{{"SET", name, "x"}, {"HSET", leader, "owner", owner}},
-			func() error { return errOf(e.Release(ctx, c, owner, "r", false)) }, "WRONGTYPE"},
+			func() error { return errOf(e.Campaign("v").Release(ctx, c, owner, "r", false)) }, "WRONGTYPE"},
 		{"renew: a lock of another type", [][]string{{"SET", name, "x"}, {"HSET", leader, "owner", owner}},
 			renew, "WRONGTYPE"},
 		{"proclaim: a lock of another type", [][]string{{"SET", name, "x"}, {"HSET", leader, "owner", owner}},

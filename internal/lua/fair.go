@@ -9,59 +9,109 @@ import (
 	"github.com/leasehold/leasehold/script"
 )
 
-// FairTimes are the waiting times the fair lock's scripts take.
-type FairTimes struct {
-	// Queue is how long a waiter keeps its place after an attempt.
-	Queue time.Duration
-	// Refresh is the longest a waiter sleeps between attempts; well under Queue.
-	Refresh time.Duration
+// The fair lock's scripts, Redisson's RFairLock. Its hash is laid out as the
+// reentrant lock's, so it renews with lock_renew.
+var (
+	fairAcquire      = load("fair_acquire")
+	fairAbandon      = load("fair_abandon")
+	fairRelease      = load("fair_release")
+	fairForceRelease = load("fair_force_release")
+)
+
+// refreshes is how many times a waiter renews its place within one queue
+// timeout. Three leaves two thirds of the timeout as margin for a slow round
+// trip or a late timer before a live waiter could be taken for a dead one.
+const refreshes = 3
+
+// Fair is the fair (first come, first served) lock on one name, its keys and
+// arguments derived once.
+type Fair struct {
+	k                  script.Keys
+	latchPrefix        string
+	acquireKeys        []string // NAME, queue, timeouts, token, channel
+	queueKeys          []string // NAME, queue, timeouts, channel
+	refresh            time.Duration
+	lease, latch       string // ms
+	queueMs, refreshMs string
+	renew              *Lock
 }
 
-// AcquireFair runs fair_acquire: take or re-enter the fair lock name for
-// owner with the given lease. With join set, a failed attempt puts owner at
-// the tail of the queue or refreshes its place there (Acquire); without, it
-// leaves the queue alone (TryAcquire). A failed attempt's Grant.Wait is how
-// long to sleep before the next (with join: at most ft.Refresh).
-func AcquireFair(ctx context.Context, c rueidis.Client, name, owner string, lease time.Duration, ft FairTimes, join bool) (Grant, error) {
-	j := "0"
-	if join {
-		j = "1"
+var _ Protocol = (*Fair)(nil)
+
+// NewFair returns the fair lock name with the settings of cfg. A waiter
+// comes back at least every cfg.QueueTimeout/3 to keep its place.
+func NewFair(name string, cfg Config) *Fair {
+	k := script.KeysOf(name)
+	refresh := cfg.QueueTimeout / refreshes
+	return &Fair{
+		k:           k,
+		latchPrefix: k.UnlockLatch(""),
+		acquireKeys: []string{name, k.FairQueue, k.FairTimeout, k.Token, k.Channel},
+		queueKeys:   []string{name, k.FairQueue, k.FairTimeout, k.Channel},
+		refresh:     refresh,
+		lease:       Ms(cfg.Lease),
+		latch:       cfg.latchMs(),
+		queueMs:     Ms(cfg.QueueTimeout),
+		refreshMs:   Ms(refresh),
+		renew:       NewLock(name, cfg),
 	}
-	return ParseGrant(Exec(ctx, c, script.FairAcquire,
-		[]string{name, script.FairQueueKey(name), script.FairTimeoutKey(name), script.TokenKey(name), script.LockChannel(name)},
-		[]string{Ms(lease), owner, Ms(ft.Queue), Ms(ft.Refresh), j, script.UnlockMessage}))
 }
 
-// AbandonFair runs fair_abandon: owner leaves the queue of the fair lock
-// name, and the new head is told if it has to act. It reports whether owner
-// had a place.
-func AbandonFair(ctx context.Context, c rueidis.Client, name, owner string, ft FairTimes) (bool, error) {
-	n, err := Exec(ctx, c, script.FairAbandon,
-		[]string{name, script.FairQueueKey(name), script.FairTimeoutKey(name), script.LockChannel(name)},
-		[]string{owner, Ms(ft.Refresh), script.UnlockMessage}).AsInt64()
+func (f *Fair) Kind() string { return "fair" }
+
+// Try runs fair_acquire. An attempt that waits joins the queue (or
+// refreshes the waiter's place in it); one that does not (TryAcquire, a
+// re-entry) leaves the queue alone, since nobody would keep the place or
+// give it up.
+func (f *Fair) Try(ctx context.Context, c rueidis.Client, owner string, wait bool) (Grant, error) {
+	g, err := ParseGrant(fairAcquire.exec(ctx, c, f.acquireKeys,
+		[]string{f.lease, owner, f.queueMs, f.refreshMs, flag(wait), script.UnlockMessage}))
+	// The engine sleeps g.Wait before the next attempt unless woken: a
+	// waiter must come back before its place runs out, and the head must
+	// come back when the holder's lease does.
+	if wait && err == nil && !g.Acquired && (g.Wait <= 0 || g.Wait > f.refresh) {
+		g.Wait = f.refresh
+	}
+	return g, err
+}
+
+// Release runs fair_release; on full release the head of the queue is told.
+func (f *Fair) Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool) (int64, error) {
+	return fairRelease.exec(ctx, c,
+		[]string{f.k.Name, f.k.FairQueue, f.k.FairTimeout, f.k.Channel, f.latchPrefix + requestID},
+		[]string{script.UnlockMessage, f.lease, owner, f.latch, flag(all), f.refreshMs}).AsInt64()
+}
+
+// Renewal is the reentrant lock's.
+func (f *Fair) Renewal(owner string) *Call { return f.renew.Renewal(owner) }
+
+// Abandon runs fair_abandon: owner leaves the queue, and the new head is
+// told if it has to act.
+func (f *Fair) Abandon(ctx context.Context, c rueidis.Client, owner string) error {
+	_, err := f.abandon(ctx, c, owner)
+	return err
+}
+
+// abandon is Abandon, reporting whether owner had a place.
+func (f *Fair) abandon(ctx context.Context, c rueidis.Client, owner string) (bool, error) {
+	n, err := fairAbandon.exec(ctx, c, f.queueKeys, []string{owner, f.refreshMs, script.UnlockMessage}).AsInt64()
 	return n > 0, err
 }
 
-// ReleaseFair runs fair_release for one hold of owner, or every hold when
-// all is set; on full release the head of the queue is told. requestID names
-// the release so that a retry is answered from the latch; latch is how long
-// that answer is kept. It returns Freed, StillHeld or NotHeld.
-func ReleaseFair(ctx context.Context, c rueidis.Client, name, owner, requestID string, lease, latch time.Duration, ft FairTimes, all bool) (int64, error) {
-	every := "0"
-	if all {
-		every = "1"
-	}
-	return Exec(ctx, c, script.FairRelease,
-		[]string{name, script.FairQueueKey(name), script.FairTimeoutKey(name), script.LockChannel(name), script.UnlockLatchKey(name, requestID)},
-		[]string{script.UnlockMessage, Ms(lease), owner, Ms(latch), every, Ms(ft.Refresh)}).AsInt64()
-}
+// Wakeup is the waiter's own channel, so a release wakes the head of the
+// queue alone. No key: an invalidation of NAME would wake every waiter at
+// once, the herd this lock avoids; an expiry is caught by the head's timer
+// instead (see Try).
+func (f *Fair) Wakeup(owner string) (channel, key string) { return f.k.FairChannel(owner), "" }
 
-// ForceReleaseFair runs fair_force_release: it deletes the fair lock name
-// whoever holds it, tells the head of the queue, and reports whether there
-// was a lock to delete.
-func ForceReleaseFair(ctx context.Context, c rueidis.Client, name string) (bool, error) {
-	n, err := Exec(ctx, c, script.FairForceRelease,
-		[]string{name, script.FairQueueKey(name), script.FairTimeoutKey(name), script.LockChannel(name)},
-		[]string{script.UnlockMessage}).AsInt64()
+func (f *Fair) Reentrant() bool { return true }
+
+func (f *Fair) Weight() int { return 0 }
+
+// ForceRelease runs fair_force_release: it deletes the lock whoever holds it,
+// tells the head of the queue, and reports whether there was a lock to
+// delete. The queue stays.
+func (f *Fair) ForceRelease(ctx context.Context, c rueidis.Client) (bool, error) {
+	n, err := fairForceRelease.exec(ctx, c, f.queueKeys, []string{script.UnlockMessage}).AsInt64()
 	return n == 1, err
 }

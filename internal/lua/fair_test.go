@@ -23,27 +23,28 @@ func TestFairScriptsPruneAndTellHead(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	const name = "f"
-	// A refresh interval longer than the lease: tell_head tells the head
-	// whenever it is called.
-	lease, ft := time.Minute, FairTimes{Queue: time.Minute, Refresh: 2 * time.Minute}
-	heard := listen(t, srv, script.LockChannel(name)+":*")
-	marker := script.LockChannel(name) + ":marker"
+	// A refresh interval (a third of the queue timeout: 2 minutes) longer
+	// than the lease: tell_head tells the head whenever it is called.
+	fair := NewFair(name, Config{Lease: time.Minute, Latch: time.Minute, QueueTimeout: 6 * time.Minute})
+	k := script.KeysOf(name)
+	heard := listen(t, srv, k.Channel+":*")
+	marker := k.Channel + ":marker"
 
 	acquire := func(owner string) func() (any, error) {
 		return func() (any, error) {
-			g, err := AcquireFair(ctx, c, name, owner, lease, ft, true)
+			g, err := fair.Try(ctx, c, owner, true)
 			return g.Acquired, err
 		}
 	}
 	release := func(owner, requestID string) func() (any, error) {
 		return func() (any, error) {
-			return ReleaseFair(ctx, c, name, owner, requestID, lease, time.Minute, ft, true)
+			return fair.Release(ctx, c, owner, requestID, true)
 		}
 	}
 	abandon := func(owner string) func() (any, error) {
-		return func() (any, error) { return AbandonFair(ctx, c, name, owner, ft) }
+		return func() (any, error) { return fair.abandon(ctx, c, owner) }
 	}
-	force := func() (any, error) { return ForceReleaseFair(ctx, c, name) }
+	force := func() (any, error) { return fair.ForceRelease(ctx, c) }
 
 	// Each step runs on the state the ones before left.
 	steps := []struct {
@@ -67,17 +68,17 @@ func TestFairScriptsPruneAndTellHead(t *testing.T) {
 	}
 	for _, st := range steps {
 		if st.stale {
-			srv.Do("LPUSH", script.FairQueueKey(name), "stale")
-			srv.Do("ZADD", script.FairTimeoutKey(name), "0", "stale")
+			srv.Do("LPUSH", k.FairQueue, "stale")
+			srv.Do("ZADD", k.FairTimeout, "0", "stale")
 		}
 		if got, err := st.act(); err != nil || got != st.want {
 			t.Fatalf("%s: got %v, %v; want %v", st.name, got, err, st.want)
 		}
-		queue, err := srv.Do("LRANGE", script.FairQueueKey(name), "0", "-1").AsStrSlice()
+		queue, err := srv.Do("LRANGE", k.FairQueue, "0", "-1").AsStrSlice()
 		if err != nil {
 			t.Fatal(err)
 		}
-		deadlines, _ := srv.Do("ZCARD", script.FairTimeoutKey(name)).AsInt64()
+		deadlines, _ := srv.Do("ZCARD", k.FairTimeout).AsInt64()
 		if strings.Join(queue, ",") != strings.Join(st.queue, ",") || deadlines != int64(len(st.queue)) {
 			t.Fatalf("%s: queue %v with %d deadlines, want %v", st.name, queue, deadlines, st.queue)
 		}
@@ -87,7 +88,7 @@ func TestFairScriptsPruneAndTellHead(t *testing.T) {
 		}
 		want := []string{marker + " m"}
 		if st.told != "" {
-			want = append([]string{script.FairChannel(name, st.told) + " " + script.UnlockMessage}, want...)
+			want = append([]string{k.FairChannel(st.told) + " " + script.UnlockMessage}, want...)
 		}
 		for _, w := range want {
 			if got := next(t, heard); got != w {

@@ -127,7 +127,7 @@ func (s *SemaphoreState) Total() int64 { return s.Available + int64(len(s.Permit
 
 // Leases are the leases holding permits, in the order of their soonest
 // permit: leasehold's permits of one lease share their first 14 bytes
-// (script.PermitPrefix); Redisson's ids are random, each its own.
+// (PermitPrefix); Redisson's ids are random, each its own.
 func (s *SemaphoreState) Leases() []PermitLease {
 	var out []PermitLease
 	at := map[string]int{}
@@ -146,15 +146,15 @@ func (s *SemaphoreState) Leases() []PermitLease {
 // inspectBatch is how many snapshots InspectAll takes per round trip.
 const inspectBatch = 100
 
-// inspectRunner runs script.Inspect for InspectAll's pipelined batches. The
-// script publishes nothing: a Sharded client runs the same source.
-var inspectRunner = rueidis.NewLuaScript(script.Inspect.Source())
+// inspect is the snapshot script, inspect.lua. It publishes nothing: a
+// Sharded client runs the same source.
+var inspect = load("inspect")
 
 // Inspect takes one snapshot of the lock name, in one atomic step, so that
 // it never mixes two states (a holder from before a release with a queue
 // from after it). It only reads.
 func Inspect(ctx context.Context, c rueidis.Client, name string) (State, error) {
-	res, err := Exec(ctx, c, script.Inspect, inspectKeys(name), inspectArgs(name)).ToArray()
+	res, err := inspect.exec(ctx, c, inspectKeys(name), inspectArgs(name)).ToArray()
 	if err != nil {
 		return State{}, fmt.Errorf("inspect %s: %w", name, err)
 	}
@@ -172,7 +172,7 @@ func InspectAll(ctx context.Context, c rueidis.Client, names []string) ([]State,
 		for j, name := range chunk {
 			execs[j] = rueidis.LuaExec{Keys: inspectKeys(name), Args: inspectArgs(name)}
 		}
-		for j, r := range inspectRunner.ExecMulti(ctx, c, execs...) {
+		for j, r := range inspect.plain.run.ExecMulti(ctx, c, execs...) {
 			res, err := r.ToArray()
 			if err != nil {
 				return nil, fmt.Errorf("inspect %s: %w", chunk[j], err)
@@ -187,15 +187,14 @@ func InspectAll(ctx context.Context, c rueidis.Client, names []string) ([]State,
 	return out, nil
 }
 
-// inspectKeys are the KEYS of script.Inspect for the lock name.
+// inspectKeys are the KEYS of inspect.lua for the lock name.
 func inspectKeys(name string) []string {
-	return []string{name, script.TokenKey(name), script.FairQueueKey(name), script.FairTimeoutKey(name),
-		script.WritersKey(name), script.SemaphoreTimeoutKey(name), script.SemaphoreClaimsKey(name),
-		script.LeaderKey(name)}
+	k := script.KeysOf(name)
+	return []string{name, k.Token, k.FairQueue, k.FairTimeout, k.Writers, k.SemaphoreTimeout, k.SemaphoreClaims, k.Leader}
 }
 
 // inspectArgs are its ARGV: the prefix of the read hold keys.
-func inspectArgs(name string) []string { return []string{script.RWKeyPrefix(name)} }
+func inspectArgs(name string) []string { return []string{script.KeysOf(name).RWPrefix} }
 
 // inspectReply is inspect.lua's reply, read but not yet made sense of.
 type inspectReply struct {
@@ -347,7 +346,7 @@ func parseSemaphore(typ string, res []rueidis.RedisMessage, now int64) (*Semapho
 	}
 	for id, expiry := range held {
 		p := Permit{ID: hex.EncodeToString([]byte(id)), Left: time.Duration(expiry-now) * time.Millisecond}
-		p.Never = expiry == script.NonExpiring
+		p.Never = expiry == NonExpiring
 		sem.Permits = append(sem.Permits, p)
 	}
 	sort.Slice(sem.Permits, func(i, j int) bool {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/redistest"
-	"github.com/leasehold/leasehold/script"
 )
 
 // Inspect reads each kind of lock as the library's own scripts leave it:
@@ -19,7 +18,7 @@ func TestInspect(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const lease = time.Minute
-	ft := FairTimes{Queue: lease, Refresh: time.Second}
+	cfg := Config{Lease: lease, QueueTimeout: lease, PreferWriters: true, Grace: lease}
 	// grant checks that an acquisition succeeded, or had to wait, and
 	// returns its token: grant(t, true)(l.Acquire(...)).
 	grant := func(t *testing.T, acquired bool) func(Grant, error) uint64 {
@@ -32,7 +31,7 @@ func TestInspect(t *testing.T) {
 		}
 	}
 	const semOwner, claimer = "2f1c7a4e-9b0d-4c1e-8a5f-3d6b7c8e9f01:7", "w:2"
-	permit := func(i int) string { return hex.EncodeToString([]byte(script.PermitID(semOwner, i))) }
+	permit := func(i int) string { return hex.EncodeToString([]byte(PermitID(semOwner, i))) }
 
 	tests := []struct {
 		name  string
@@ -42,43 +41,43 @@ func TestInspect(t *testing.T) {
 		{"free", func(*testing.T, string) uint64 { return 0 },
 			State{Kind: KindFree, Type: "none"}},
 		{"rlock", func(t *testing.T, name string) uint64 {
-			l := NewLock(name, lease, lease)
-			grant(t, true)(l.Acquire(ctx, c, "a:1"))
-			return grant(t, true)(l.Acquire(ctx, c, "a:1"))
+			l := NewLock(name, cfg)
+			grant(t, true)(l.Try(ctx, c, "a:1", true))
+			return grant(t, true)(l.Try(ctx, c, "a:1", true))
 		}, State{Kind: KindRLock, Type: "hash", TTL: lease, Holders: []Holder{{Owner: "a:1", Count: 2}}}},
 		{"fair with a waiter", func(t *testing.T, name string) uint64 {
-			tok := grant(t, true)(AcquireFair(ctx, c, name, "a:1", lease, ft, true))
-			grant(t, false)(AcquireFair(ctx, c, name, "b:1", lease, ft, true))
+			tok := grant(t, true)(NewFair(name, cfg).Try(ctx, c, "a:1", true))
+			grant(t, false)(NewFair(name, cfg).Try(ctx, c, "b:1", true))
 			return tok
 		}, State{Kind: KindFair, Type: "hash", TTL: lease, Holders: []Holder{{Owner: "a:1", Count: 1}},
 			Waiters: []Waiter{{Owner: "b:1", Left: lease, Known: true}}}},
 		{"fair, holder gone, waiter left", func(t *testing.T, name string) uint64 {
-			tok := grant(t, true)(AcquireFair(ctx, c, name, "a:1", lease, ft, true))
-			grant(t, false)(AcquireFair(ctx, c, name, "b:1", lease, ft, true))
+			tok := grant(t, true)(NewFair(name, cfg).Try(ctx, c, "a:1", true))
+			grant(t, false)(NewFair(name, cfg).Try(ctx, c, "b:1", true))
 			srv.Do("DEL", name)
 			return tok
 		}, State{Kind: KindFair, Type: "none", Waiters: []Waiter{{Owner: "b:1", Left: lease, Known: true}}}},
 		{"rw read, a writer waiting", func(t *testing.T, name string) uint64 {
-			grant(t, true)(AcquireRead(ctx, c, name, "r:2", "", lease))
-			grant(t, true)(AcquireRead(ctx, c, name, "r:1", "", lease))
-			tok := grant(t, true)(AcquireRead(ctx, c, name, "r:1", "", lease))
-			grant(t, false)(AcquireWrite(ctx, c, name, "w:1", lease, true, lease))
+			grant(t, true)(NewRead(name, cfg).Try(ctx, c, "r:2", true))
+			grant(t, true)(NewRead(name, cfg).Try(ctx, c, "r:1", true))
+			tok := grant(t, true)(NewRead(name, cfg).Try(ctx, c, "r:1", true))
+			grant(t, false)(NewWrite(name, cfg).Try(ctx, c, "w:1", true))
 			return tok
 		}, State{Kind: KindRW, Type: "hash", Mode: "read", TTL: lease, Holders: []Holder{
 			{Owner: "r:1", Count: 2, Reads: []time.Duration{lease, lease}},
 			{Owner: "r:2", Count: 1, Reads: []time.Duration{lease}},
-		}, Writers: []Waiter{{Owner: script.WriteField("w:1"), Left: lease, Known: true}}}},
+		}, Writers: []Waiter{{Owner: writeField("w:1"), Left: lease, Known: true}}}},
 		{"rw write", func(t *testing.T, name string) uint64 {
-			return grant(t, true)(AcquireWrite(ctx, c, name, "w:1", lease, true, lease))
+			return grant(t, true)(NewWrite(name, cfg).Try(ctx, c, "w:1", true))
 		}, State{Kind: KindRW, Type: "hash", Mode: "write", TTL: lease,
 			Holders: []Holder{{Owner: "w:1", Count: 1, Write: true}}}},
 		{"semaphore, a claim waiting", func(t *testing.T, name string) uint64 {
-			s := NewSemaphore(name, lease, lease)
+			s := NewSemaphore(name, cfg)
 			if ok, err := s.TrySetPermits(ctx, c, 3); !ok || err != nil {
 				t.Fatal(ok, err)
 			}
-			grant(t, true)(s.Acquire(ctx, c, semOwner, 2, true))
-			grant(t, false)(s.Acquire(ctx, c, claimer, 2, true))
+			grant(t, true)(s.Weighted(2).Try(ctx, c, semOwner, true))
+			grant(t, false)(s.Weighted(2).Try(ctx, c, claimer, true))
 			return 0
 		}, State{Kind: KindSemaphore, Type: "string", TTL: -1, Semaphore: &SemaphoreState{
 			Set: true, Available: 1,
@@ -86,7 +85,7 @@ func TestInspect(t *testing.T) {
 			Claims:  []Waiter{{Owner: claimer + ":2", Left: lease, Known: true}},
 		}}},
 		{"election", func(t *testing.T, name string) uint64 {
-			return grant(t, true)(NewElection(name, lease, lease).Campaign(ctx, c, "e:1", "addr"))
+			return grant(t, true)(NewElection(name, cfg).Campaign("addr").Try(ctx, c, "e:1", true))
 		}, State{Kind: KindElection, Type: "hash", TTL: lease, Holders: []Holder{{Owner: "e:1", Count: 1}},
 			Leader: &LeaderState{Value: "addr", Owner: "e:1"}}},
 		{"a string", func(_ *testing.T, name string) uint64 {
@@ -187,7 +186,7 @@ func norm(s State) State {
 // A semaphore's permits of one lease are one holder; Redisson's, each its own.
 func TestSemaphoreStateLeases(t *testing.T) {
 	const owner = "2f1c7a4e-9b0d-4c1e-8a5f-3d6b7c8e9f01:7"
-	id := func(i int) string { return hex.EncodeToString([]byte(script.PermitID(owner, i))) }
+	id := func(i int) string { return hex.EncodeToString([]byte(PermitID(owner, i))) }
 	s := SemaphoreState{Available: 2, Permits: []Permit{
 		{ID: id(0)}, {ID: "00112233445566778899aabbccddeeff"}, {ID: id(1)},
 	}}

@@ -2,75 +2,151 @@ package lua
 
 import (
 	"context"
-	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold/script"
 )
 
-// AcquireRead runs rw_read_acquire: take or re-enter a read of the lock name
-// for owner. writerField is the field (script.WriteField) of a write lease
-// the caller holds on name, under which a read is admitted, or "" for none.
-func AcquireRead(ctx context.Context, c rueidis.Client, name, owner, writerField string, lease time.Duration) (Grant, error) {
-	return ParseGrant(Exec(ctx, c, script.RWReadAcquire,
-		[]string{name, script.ReadTimeoutPrefix(name, owner), script.TokenKey(name), script.WritersKey(name)},
-		[]string{Ms(lease), owner, writerField}))
+// The read-write lock's scripts, Redisson's RReadWriteLock; its force
+// release is lock_force_release.
+var (
+	rwReadAcquire  = load("rw_read_acquire")
+	rwReadRelease  = load("rw_read_release")
+	rwReadRenew    = load("rw_read_renew")
+	rwWriteAcquire = load("rw_write_acquire")
+	rwWriteRelease = load("rw_write_release")
+	rwWriteRenew   = load("rw_write_renew")
+	rwWriteAbandon = load("rw_write_abandon")
+)
+
+// writeField is the hash field of owner's write holds: OWNER:write.
+func writeField(owner string) string { return owner + ":write" }
+
+// rw is what the read and the write lock of one name share.
+type rw struct {
+	k            script.Keys
+	latchPrefix  string
+	lease, latch string // ms
 }
 
-// ReleaseRead runs rw_read_release for one read hold of owner, or all of them.
-// requestID names the release for the latch, kept for latch.
-func ReleaseRead(ctx context.Context, c rueidis.Client, name, owner, requestID string, latch time.Duration, all bool) (int64, error) {
-	return Exec(ctx, c, script.RWReadRelease,
-		[]string{name, script.RWChannel(name), script.ReadTimeoutPrefix(name, owner), script.RWKeyPrefix(name),
-			script.UnlockLatchKey(name, requestID), script.WritersKey(name)},
-		[]string{owner, Ms(latch), flag(all)}).AsInt64()
+func newRW(name string, cfg Config) rw {
+	k := script.KeysOf(name)
+	return rw{k: k, latchPrefix: k.UnlockLatch(""), lease: Ms(cfg.Lease), latch: cfg.latchMs()}
 }
 
-// ReadRenewal is the keys and args of rw_read_renew for owner on name.
-func ReadRenewal(name, owner string, lease time.Duration) (keys, args []string) {
-	return []string{name, script.ReadTimeoutPrefix(name, owner)}, []string{Ms(lease), owner}
-}
+// Name is the lock's name, the key of its hash.
+func (l *rw) Name() string { return l.k.Name }
 
-// AcquireWrite runs rw_write_acquire: take or re-enter the write lock name
-// for owner. announce makes a writer that must wait announce itself to
-// leasehold readers (writer preference) for the time until its next attempt
-// is due plus grace.
-func AcquireWrite(ctx context.Context, c rueidis.Client, name, owner string, lease time.Duration, announce bool, grace time.Duration) (Grant, error) {
-	return ParseGrant(Exec(ctx, c, script.RWWriteAcquire,
-		[]string{name, script.TokenKey(name), script.WritersKey(name)},
-		[]string{Ms(lease), script.WriteField(owner), flag(announce), Ms(grace)}))
-}
+// Wakeup is the lock's channel and its hash, whose invalidation tells of an
+// expiry.
+func (l *rw) Wakeup(string) (channel, key string) { return l.k.RWChannel, l.k.Name }
 
-// ReleaseWrite runs rw_write_release for one write hold of owner, or all.
-func ReleaseWrite(ctx context.Context, c rueidis.Client, name, owner, requestID string, lease, latch time.Duration, all bool) (int64, error) {
-	return Exec(ctx, c, script.RWWriteRelease,
-		[]string{name, script.RWChannel(name), script.UnlockLatchKey(name, requestID), script.RWKeyPrefix(name)},
-		[]string{script.WriteField(owner), Ms(lease), Ms(latch), flag(all)}).AsInt64()
-}
+func (l *rw) Reentrant() bool { return true }
 
-// WriteRenewal is the keys and args of rw_write_renew for owner on name.
-func WriteRenewal(name, owner string, lease time.Duration) (keys, args []string) {
-	return []string{name}, []string{Ms(lease), script.WriteField(owner)}
-}
+func (l *rw) Weight() int { return 0 }
 
-// AbandonWrite runs rw_write_abandon: withdraw the announcement of owner, a
-// writer that stops waiting.
-func AbandonWrite(ctx context.Context, c rueidis.Client, name, owner string) error {
-	return Exec(ctx, c, script.RWWriteAbandon, []string{script.WritersKey(name), script.RWChannel(name)}, []string{script.WriteField(owner)}).Error()
-}
-
-// ForceReleaseRW deletes the read-write lock name whatever its mode and
-// publishes script.ReadUnlockMessage, waking every waiter. It reports whether
-// there was a lock to delete.
-func ForceReleaseRW(ctx context.Context, c rueidis.Client, name string) (bool, error) {
-	n, err := Exec(ctx, c, script.LockForceRelease, []string{name, script.RWChannel(name)}, []string{script.ReadUnlockMessage}).AsInt64()
+// ForceRelease deletes the lock whoever holds it, for read or write, and
+// publishes the wake-all message. It reports whether there was a lock to
+// delete.
+func (l *rw) ForceRelease(ctx context.Context, c rueidis.Client) (bool, error) {
+	n, err := lockForceRelease.exec(ctx, c, []string{l.k.Name, l.k.RWChannel}, []string{script.WakeAllMessage}).AsInt64()
 	return n == 1, err
 }
 
-func flag(b bool) string {
-	if b {
-		return "1"
+// Read is the read lock of the read-write lock on one name.
+type Read struct {
+	rw
+}
+
+var _ Protocol = (*Read)(nil)
+
+// NewRead returns the read lock of the read-write lock name.
+func NewRead(name string, cfg Config) *Read { return &Read{newRW(name, cfg)} }
+
+func (r *Read) Kind() string { return "rw-read" }
+
+// Try runs rw_read_acquire: take or re-enter a read for owner.
+func (r *Read) Try(ctx context.Context, c rueidis.Client, owner string, _ bool) (Grant, error) {
+	return r.try(ctx, c, owner, "")
+}
+
+// TryUnder is Try for a read under writeOwner's write hold on the lock,
+// which the caller holds: the read is admitted at once while that hold
+// lasts (the script checks that it does).
+func (r *Read) TryUnder(ctx context.Context, c rueidis.Client, owner, writeOwner string) (Grant, error) {
+	return r.try(ctx, c, owner, writeField(writeOwner))
+}
+
+func (r *Read) try(ctx context.Context, c rueidis.Client, owner, writerField string) (Grant, error) {
+	return ParseGrant(rwReadAcquire.exec(ctx, c,
+		[]string{r.k.Name, r.k.ReadHolds(owner), r.k.Token, r.k.Writers},
+		[]string{r.lease, owner, writerField}))
+}
+
+// Release runs rw_read_release.
+func (r *Read) Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool) (int64, error) {
+	return rwReadRelease.exec(ctx, c,
+		[]string{r.k.Name, r.k.RWChannel, r.k.ReadHolds(owner), r.k.RWPrefix, r.latchPrefix + requestID, r.k.Writers},
+		[]string{owner, r.latch, flag(all)}).AsInt64()
+}
+
+// Renewal is rw_read_renew.
+func (r *Read) Renewal(owner string) *Call {
+	return &Call{script: rwReadRenew, Keys: []string{r.k.Name, r.k.ReadHolds(owner)}, Args: []string{r.lease, owner}}
+}
+
+// Abandon does nothing: a waiting reader leaves no trace.
+func (r *Read) Abandon(context.Context, rueidis.Client, string) error { return nil }
+
+// Write is the write lock of the read-write lock on one name.
+type Write struct {
+	rw
+	acquireKeys []string // NAME, token, writers
+	renewKeys   []string // NAME
+	prefer      bool
+	grace       string // ms
+}
+
+var _ Protocol = (*Write)(nil)
+
+// NewWrite returns the write lock of the read-write lock name. With
+// cfg.PreferWriters, a writer that waits holds new readers back.
+func NewWrite(name string, cfg Config) *Write {
+	w := &Write{rw: newRW(name, cfg), prefer: cfg.PreferWriters, grace: cfg.graceMs()}
+	w.acquireKeys = []string{name, w.k.Token, w.k.Writers}
+	w.renewKeys = []string{name}
+	return w
+}
+
+func (w *Write) Kind() string { return "rw-write" }
+
+// Try runs rw_write_acquire. With writer preference, an attempt that waits
+// announces the writer, holding new readers back, until its next attempt is
+// due plus the grace; one that does not (TryAcquire, a re-entry) must not,
+// since nobody would withdraw it.
+func (w *Write) Try(ctx context.Context, c rueidis.Client, owner string, wait bool) (Grant, error) {
+	return ParseGrant(rwWriteAcquire.exec(ctx, c, w.acquireKeys,
+		[]string{w.lease, writeField(owner), flag(w.prefer && wait), w.grace}))
+}
+
+// Release runs rw_write_release.
+func (w *Write) Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool) (int64, error) {
+	return rwWriteRelease.exec(ctx, c,
+		[]string{w.k.Name, w.k.RWChannel, w.latchPrefix + requestID, w.k.RWPrefix},
+		[]string{writeField(owner), w.lease, w.latch, flag(all)}).AsInt64()
+}
+
+// Renewal is rw_write_renew.
+func (w *Write) Renewal(owner string) *Call {
+	return &Call{script: rwWriteRenew, Keys: w.renewKeys, Args: []string{w.lease, writeField(owner)}}
+}
+
+// Abandon runs rw_write_abandon: it withdraws owner's announcement (writer
+// preference; without it there is none, and this does nothing).
+func (w *Write) Abandon(ctx context.Context, c rueidis.Client, owner string) error {
+	if !w.prefer {
+		return nil
 	}
-	return "0"
+	return rwWriteAbandon.exec(ctx, c, []string{w.k.Writers, w.k.RWChannel}, []string{writeField(owner)}).Error()
 }

@@ -4,17 +4,33 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/redis/rueidis"
 
+	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/script"
 )
 
-// Semaphore is a semaphore's keys and arguments for one name and lease,
-// derived once so that each run of a script builds nothing it need not.
+// The semaphore's scripts, on Redisson's RPermitExpirableSemaphore layout:
+// NAME holds the permits available (a decimal integer), Keys.SemaphoreTimeout
+// one entry per permit taken (permit id -> expiry, epoch ms on the server's
+// clock), and every change that frees permits publishes the permits then
+// available on Keys.SemaphoreChannel, a message Redisson reads as a count of
+// waiters to wake.
+var (
+	semaphoreAcquire   = load("semaphore_acquire")
+	semaphoreRelease   = load("semaphore_release")
+	semaphoreRenew     = load("semaphore_renew")
+	semaphoreAbandon   = load("semaphore_abandon")
+	semaphoreSet       = load("semaphore_set")
+	semaphoreAdd       = load("semaphore_add")
+	semaphoreAvailable = load("semaphore_available")
+)
+
+// Semaphore is the semaphore on one name, its keys and arguments derived
+// once. Weighted is the Protocol of its leases.
 type Semaphore struct {
-	name        string
+	k           script.Keys
 	acquireKeys []string // NAME, timeouts, channel, claims
 	releaseKeys []string // NAME, timeouts, channel
 	renewKeys   []string // timeouts
@@ -24,97 +40,129 @@ type Semaphore struct {
 	grace       string   // ms
 }
 
-// NewSemaphore derives the keys of the semaphore name, with the given lease.
-// grace is how much longer than its next attempt a waiter's claim lasts.
-func NewSemaphore(name string, lease, grace time.Duration) *Semaphore {
-	timeouts, channel, claims := script.SemaphoreTimeoutKey(name), script.SemaphoreChannel(name), script.SemaphoreClaimsKey(name)
+// NewSemaphore returns the semaphore name with the settings of cfg.
+func NewSemaphore(name string, cfg Config) *Semaphore {
+	k := script.KeysOf(name)
 	return &Semaphore{
-		name:        name,
-		acquireKeys: []string{name, timeouts, channel, claims},
-		releaseKeys: []string{name, timeouts, channel},
-		renewKeys:   []string{timeouts},
-		abandonKeys: []string{claims, name, channel},
-		setKeys:     []string{name, channel},
-		lease:       Ms(lease),
-		grace:       Ms(grace),
+		k:           k,
+		acquireKeys: []string{name, k.SemaphoreTimeout, k.SemaphoreChannel, k.SemaphoreClaims},
+		releaseKeys: []string{name, k.SemaphoreTimeout, k.SemaphoreChannel},
+		renewKeys:   []string{k.SemaphoreTimeout},
+		abandonKeys: []string{k.SemaphoreClaims, name, k.SemaphoreChannel},
+		setKeys:     []string{name, k.SemaphoreChannel},
+		lease:       Ms(cfg.Lease),
+		grace:       cfg.graceMs(),
 	}
 }
 
 // Name is the semaphore's name, the key of its available permits.
-func (s *Semaphore) Name() string { return s.name }
+func (s *Semaphore) Name() string { return s.k.Name }
 
-// Channel is the semaphore's channel, redisson_sc:{NAME}.
-func (s *Semaphore) Channel() string { return s.acquireKeys[2] }
-
-// OverTotal is the error of an attempt for more permits than the semaphore
-// has in all (available and taken).
-type OverTotal struct{ Asked, Total int64 }
-
-func (e *OverTotal) Error() string {
-	return fmt.Sprintf("%d permits asked of a semaphore of %d", e.Asked, e.Total)
+// Weighted returns the Protocol of the semaphore's leases of n permits each.
+func (s *Semaphore) Weighted(n int) *Weighted {
+	return &Weighted{s: s, n: n, count: strconv.Itoa(n)}
 }
 
-// claim is the member of owner's claim when it waits for n permits; ""
-// for one permit, which is never claimed (it holds back nobody).
-func claim(owner string, n int) string {
-	if n == 1 {
+// Weighted is a semaphore's leases of n permits each: taken, renewed and
+// given back together. They are never re-entered.
+type Weighted struct {
+	s     *Semaphore
+	n     int
+	count string // n, as the scripts take it
+}
+
+var _ Protocol = (*Weighted)(nil)
+
+// claim is the member of owner's claim while it waits; "" for one permit,
+// which is never claimed (it holds back nobody).
+func (w *Weighted) claim(owner string) string {
+	if w.n == 1 {
 		return ""
 	}
-	return owner + ":" + strconv.Itoa(n)
+	return owner + ":" + w.count
 }
 
-// Acquire runs semaphore_acquire: take n permits for the lease owner. With
-// wait set, an attempt for several permits that must wait leaves or refreshes
-// owner's claim. A failed attempt's Grant.Wait is how long until the earliest
-// permit (or blocking claim) expires, 0 when none will. An attempt for more
-// permits than the semaphore has returns an *OverTotal.
-func (s *Semaphore) Acquire(ctx context.Context, c rueidis.Client, owner string, n int, wait bool) (Grant, error) {
-	res := Exec(ctx, c, script.SemaphoreAcquire, s.acquireKeys,
-		[]string{strconv.Itoa(n), s.lease, script.PermitPrefix(owner), claim(owner, n), flag(wait), s.grace})
+func (w *Weighted) Kind() string { return "semaphore" }
+
+// Try runs semaphore_acquire: take n permits for the lease owner. With wait
+// set, an attempt for several permits that must wait leaves or refreshes
+// owner's claim (larger requests first); one that does not (TryAcquire)
+// must not, since nobody would withdraw it. A failed attempt's Grant.Wait is
+// how long until the earliest permit (or blocking claim) expires, 0 when
+// none will. An attempt for more permits than the semaphore has returns an
+// *OverTotal.
+func (w *Weighted) Try(ctx context.Context, c rueidis.Client, owner string, wait bool) (Grant, error) {
+	res := semaphoreAcquire.exec(ctx, c, w.s.acquireKeys,
+		[]string{w.count, w.s.lease, PermitPrefix(owner), w.claim(owner), flag(wait), w.s.grace})
 	if v, err := Ints(res); err == nil && len(v) == 2 && v[0] == -1 {
-		return Grant{}, &OverTotal{Asked: int64(n), Total: v[1]}
+		return Grant{}, &OverTotal{Asked: int64(w.n), Total: v[1]}
 	}
 	return ParseGrant(res)
 }
 
-// Release runs semaphore_release: give back the n permits of owner. It
-// returns Freed, or NotHeld when some were no longer held.
-func (s *Semaphore) Release(ctx context.Context, c rueidis.Client, owner string, n int) (int64, error) {
-	return Exec(ctx, c, script.SemaphoreRelease, s.releaseKeys, []string{script.PermitPrefix(owner), strconv.Itoa(n)}).AsInt64()
+// Release runs semaphore_release: give back the n permits of owner, all of
+// them whatever all says. It returns Freed, or NotHeld when some were no
+// longer held.
+func (w *Weighted) Release(ctx context.Context, c rueidis.Client, owner, _ string, _ bool) (int64, error) {
+	return semaphoreRelease.exec(ctx, c, w.s.releaseKeys, []string{PermitPrefix(owner), w.count}).AsInt64()
 }
 
-// Renewal is the keys and args of semaphore_renew for the n permits of owner.
-func (s *Semaphore) Renewal(owner string, n int) (keys, args []string) {
-	return s.renewKeys, []string{s.lease, script.PermitPrefix(owner), strconv.Itoa(n)}
+// Renewal is semaphore_renew for the n permits of owner.
+func (w *Weighted) Renewal(owner string) *Call {
+	return &Call{script: semaphoreRenew, Keys: w.s.renewKeys, Args: []string{w.s.lease, PermitPrefix(owner), w.count}}
 }
 
-// Abandon runs semaphore_abandon: withdraw the claim of owner, a waiter for
-// n permits that stops waiting.
-func (s *Semaphore) Abandon(ctx context.Context, c rueidis.Client, owner string, n int) error {
-	return Exec(ctx, c, script.SemaphoreAbandon, s.abandonKeys, []string{claim(owner, n)}).Error()
+// Abandon runs semaphore_abandon: it withdraws the claim of owner, a waiter
+// that stops waiting. A waiter for one permit leaves none.
+func (w *Weighted) Abandon(ctx context.Context, c rueidis.Client, owner string) error {
+	if w.n == 1 {
+		return nil
+	}
+	return semaphoreAbandon.exec(ctx, c, w.s.abandonKeys, []string{w.claim(owner)}).Error()
 }
+
+// Wakeup is the semaphore's channel and its count of permits.
+func (w *Weighted) Wakeup(string) (channel, key string) { return w.s.k.SemaphoreChannel, w.s.k.Name }
+
+// Reentrant is false: a permit taken under another's lease context is
+// another permit.
+func (w *Weighted) Reentrant() bool { return false }
+
+// Weight is n: the hub wakes as many waiters as a release's count of
+// permits serves.
+func (w *Weighted) Weight() int { return w.n }
+
+// OverTotal is the error of an attempt for more permits than the semaphore
+// has in all (available and taken): bad input, it wraps lease.ErrInvalid.
+type OverTotal struct{ Asked, Total int64 }
+
+func (e *OverTotal) Error() string {
+	return fmt.Sprintf("%v: %d permits asked of a semaphore of %d", lease.ErrInvalid, e.Asked, e.Total)
+}
+
+func (e *OverTotal) Unwrap() error { return lease.ErrInvalid }
 
 // TrySetPermits runs semaphore_set: it sets the semaphore's permits to n if
 // they were never set, and reports whether it did.
 func (s *Semaphore) TrySetPermits(ctx context.Context, c rueidis.Client, n int) (bool, error) {
-	set, err := Exec(ctx, c, script.SemaphoreSet, s.setKeys, []string{strconv.Itoa(n)}).AsInt64()
+	set, err := semaphoreSet.exec(ctx, c, s.setKeys, []string{strconv.Itoa(n)}).AsInt64()
 	return set == 1, err
 }
 
 // OutOfRange is the error of an AddPermits that would leave the semaphore
-// more than script.MaxPermits permits available either way.
+// more than MaxPermits permits available either way.
 type OutOfRange struct{ Available, Delta int64 }
 
 func (e *OutOfRange) Error() string {
 	return fmt.Sprintf("adding %d permits to the %d available would leave %d, beyond ±%d",
-		e.Delta, e.Available, e.Available+e.Delta, int64(script.MaxPermits))
+		e.Delta, e.Available, e.Available+e.Delta, int64(MaxPermits))
 }
 
 // AddPermits runs semaphore_add: it adds delta permits (fewer when delta is
 // negative) and returns the permits available after. One whose sum would be
-// beyond ±script.MaxPermits writes nothing and returns an *OutOfRange.
+// beyond ±MaxPermits writes nothing and returns an *OutOfRange.
 func (s *Semaphore) AddPermits(ctx context.Context, c rueidis.Client, delta int) (int64, error) {
-	arr, err := Ints(Exec(ctx, c, script.SemaphoreAdd, s.releaseKeys, []string{strconv.Itoa(delta)}))
+	arr, err := Ints(semaphoreAdd.exec(ctx, c, s.releaseKeys, []string{strconv.Itoa(delta)}))
 	if err != nil {
 		return 0, err
 	}
@@ -140,7 +188,7 @@ type Permits struct {
 
 // Available runs semaphore_available, which only reads.
 func (s *Semaphore) Available(ctx context.Context, c rueidis.Client) (Permits, error) {
-	arr, err := Exec(ctx, c, script.SemaphoreAvailable, s.releaseKeys[:2], nil).AsIntSlice()
+	arr, err := semaphoreAvailable.exec(ctx, c, s.releaseKeys[:2], nil).AsIntSlice()
 	if err != nil {
 		return Permits{}, err
 	}

@@ -1,4 +1,4 @@
-package script
+package lua
 
 import (
 	"crypto/sha1"
@@ -7,47 +7,14 @@ import (
 	"strings"
 )
 
-// The semaphore's scripts (package semaphore), on Redisson's
-// RPermitExpirableSemaphore layout: NAME holds the permits available (a
-// string, a decimal integer), SemaphoreTimeoutKey one entry per permit taken
-// (permit id -> expiry, epoch ms on the server's clock), and every change
-// that frees permits publishes the permits then available on
-// SemaphoreChannel, a message Redisson reads as a count of waiters to wake.
-var (
-	SemaphoreAcquire   = load("semaphore_acquire")
-	SemaphoreRelease   = load("semaphore_release")
-	SemaphoreRenew     = load("semaphore_renew")
-	SemaphoreAbandon   = load("semaphore_abandon")
-	SemaphoreSet       = load("semaphore_set")
-	SemaphoreAdd       = load("semaphore_add")
-	SemaphoreAvailable = load("semaphore_available")
-)
-
-// SemaphoreTimeoutKey is the sorted set of the permits taken from the
-// semaphore NAME, each permit id scored by its expiry (epoch ms):
-// {NAME}:timeout, Redisson's timeoutName.
-func SemaphoreTimeoutKey(name string) string { return Suffixed(name, "timeout") }
-
-// SemaphoreChannel is the channel on which the permits available after a
-// change of the semaphore NAME are published: redisson_sc:{NAME}, Redisson's
-// channelName.
-func SemaphoreChannel(name string) string { return Prefixed("redisson_sc", name) }
-
-// SemaphoreClaimsKey is where waiters for several permits of the semaphore
-// NAME claim their place: a sorted set of OWNER:N (N the permits it waits
-// for) scored by the claim's expiry (epoch ms),
-// leasehold_semaphore_claims:{NAME}. A claim holds back takers of fewer
-// permits (larger requests go first). Redisson knows nothing of it.
-func SemaphoreClaimsKey(name string) string { return Prefixed("leasehold_semaphore_claims", name) }
-
 // NonExpiring is the expiry Redisson gives a permit taken without a lease
 // time (its nonExpirableTimeout): such a permit is held until released.
 const NonExpiring = 922337203685477
 
 // MaxPermits is the most permits a semaphore may hold available either way,
 // 2^53 - 1: the scripts count NAME in Lua's numbers, doubles, which are
-// exact up to there (lib/semaphore.lua's semaphore_max), and INCRBY cannot
-// overflow it. A NAME beyond it is refused as corrupt.
+// exact up to there (semaphore_max in script/lua/lib/semaphore.lua), and
+// INCRBY cannot overflow it. A NAME beyond it is refused as corrupt.
 const MaxPermits = 1<<53 - 1
 
 // MaxPermitsPerLease is the most permits one leasehold lease holds: a permit

@@ -1,0 +1,168 @@
+package lua
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Protocol is one lock kind's part in its locks' life in Redis: the scripts
+// that try, release and renew a hold and withdraw a waiter, and where its
+// waiters are woken. Each kind's constructor derives its keys once; the
+// engine calls it and does everything else (waiting, reentrancy, holds,
+// futures, errors).
+type Protocol interface {
+	// Kind names the lock kind in observed events: "rlock", "fair",
+	// "rw-read", "rw-write", "semaphore", "election".
+	Kind() string
+	// Try makes one attempt for owner. wait is set when the caller will
+	// wait for the lock (Acquire) and clear for a single attempt
+	// (TryAcquire) and for a reentrant one: only an attempt that waits may
+	// leave a trace of its waiting (a fair lock's place in the queue, a
+	// writer's announcement, a semaphore claim).
+	Try(ctx context.Context, c rueidis.Client, owner string, wait bool) (Grant, error)
+	// Release gives up one hold of owner, or every hold when all is set.
+	// requestID names the release, so that a retry is answered from the
+	// unlock latch. It returns Freed, StillHeld or NotHeld.
+	Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool) (int64, error)
+	// Renewal is the keeper's renewal of owner's watchdog hold: a script
+	// that returns 1 while owner holds, 0 once it does not.
+	Renewal(owner string) *Call
+	// Abandon removes what owner leaves behind when it stops waiting,
+	// besides a hold: its place in a fair queue, a writer's announcement,
+	// a semaphore claim. It returns nil at once for a kind that leaves none.
+	Abandon(ctx context.Context, c rueidis.Client, owner string) error
+	// Wakeup names where owner's waits are woken: the channel its release
+	// messages come on, and the key whose invalidation also wakes it ("" for
+	// none).
+	Wakeup(owner string) (channel, key string)
+	// Reentrant is false for a kind whose holds are never re-entered (a
+	// semaphore's permits): an Acquire under a lease's context of the same
+	// lock then takes a hold of its own, under a new owner.
+	Reentrant() bool
+	// Weight is how many permits each waiter waits for, on a channel that
+	// carries counts rather than unlock messages (a semaphore's): the hub
+	// wakes as many waiters as a message's count covers. 0 for a lock.
+	Weight() int
+}
+
+// Config is what the scripts of one lock take besides its name and owner.
+type Config struct {
+	// Lease is each hold's lease: the fixed lease time, or the watchdog's.
+	Lease time.Duration
+	// Latch is how long a release's result is kept for a retried release
+	// to find. Default (zero): latch.
+	Latch time.Duration
+	// QueueTimeout is how long a fair lock's waiter keeps its place after
+	// an attempt.
+	QueueTimeout time.Duration
+	// PreferWriters makes a read-write lock's waiting writers hold new
+	// readers back.
+	PreferWriters bool
+	// Grace is how much longer than its next attempt is due a waiter's
+	// announcement (a writer's, a semaphore claim) lasts. Default (zero):
+	// grace.
+	Grace time.Duration
+}
+
+const (
+	// latch is how long a release's result is kept by default: the release
+	// is retried within this window, then left to the lease's expiry.
+	latch = 5 * time.Second
+	// grace is an announcement's margin by default: long enough for a late
+	// timer or a slow round trip, short enough that a waiter that died
+	// does not hold others back for long.
+	grace = 5 * time.Second
+)
+
+// latchMs and graceMs are cfg's latch and grace, in the scripts' milliseconds.
+func (cfg Config) latchMs() string { return Ms(or(cfg.Latch, latch)) }
+func (cfg Config) graceMs() string { return Ms(or(cfg.Grace, grace)) }
+
+func or(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// Grant is the answer to one acquisition attempt.
+type Grant struct {
+	// Acquired reports whether the owner now holds the lock.
+	Acquired bool
+	// Token is the fencing token drawn by this acquisition (when Acquired).
+	Token uint64
+	// Count is the owner's hold count after this acquisition (when Acquired).
+	Count int64
+	// Wait is how long the current holder's lease still runs (when not
+	// Acquired); zero or less when Redis gave no expiry.
+	Wait time.Duration
+}
+
+// Release outcomes, as the release scripts return them (each script's
+// header names its replies).
+const (
+	NotHeld   int64 = -1 // the owner did not hold the lock
+	StillHeld int64 = 0  // a hold was given up; the owner still holds the lock
+	Freed     int64 = 1  // the lock is free
+)
+
+// Ms formats d in whole milliseconds, at least 1, as scripts take durations.
+func Ms(d time.Duration) string {
+	ms := d.Milliseconds()
+	if ms < 1 {
+		ms = 1
+	}
+	return strconv.FormatInt(ms, 10)
+}
+
+// ParseGrant reads the "1 TOKEN COUNT" or "0 PTTL" reply of an acquire
+// script (see script/lua/lib/reply.lua).
+func ParseGrant(res rueidis.RedisResult) (Grant, error) {
+	v, err := Ints(res)
+	if err != nil {
+		return Grant{}, err
+	}
+	switch {
+	case len(v) == 3 && v[0] == 1:
+		return Grant{Acquired: true, Token: uint64(v[1]), Count: v[2]}, nil
+	case len(v) == 2 && v[0] == 0:
+		return Grant{Wait: time.Duration(v[1]) * time.Millisecond}, nil
+	}
+	return Grant{}, fmt.Errorf("lua: unexpected acquire reply of %d values", len(v))
+}
+
+// Ints reads a script's reply of integers written as one string, separated
+// by spaces (script/lua/lib/reply.lua): a string reply, unlike an array,
+// never overflows a subscribed connection's small output buffer.
+func Ints(res rueidis.RedisResult) ([]int64, error) {
+	s, err := res.ToString()
+	if err != nil {
+		return nil, err
+	}
+	fields := strings.Fields(s)
+	v := make([]int64, len(fields))
+	for i, f := range fields {
+		// A token may pass 2^63 only after centuries of µs: uint64 holds it.
+		u, err := strconv.ParseUint(strings.TrimPrefix(f, "-"), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("lua: unexpected reply %q: %w", s, err)
+		}
+		v[i] = int64(u)
+		if strings.HasPrefix(f, "-") {
+			v[i] = -v[i]
+		}
+	}
+	return v, nil
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
