@@ -151,16 +151,25 @@ func (e *Engine) AcquireAsync(ctx context.Context) *lease.Future {
 	return f
 }
 
+// call is one Acquire or TryAcquire: its ctx, the operation its errors
+// name, whether it waits, and how many attempts it made (for the observer).
+type call struct {
+	ctx      context.Context
+	op       string
+	wait     bool
+	attempts int
+}
+
 func (e *Engine) observed(ctx context.Context, op string, wait bool) (*lease.Lease, error) {
+	c := &call{ctx: ctx, op: op, wait: wait}
 	o := e.cfg.Observer
 	if o == nil {
-		return e.acquire(ctx, op, wait, new(int))
+		return e.acquire(c)
 	}
 	start := time.Now()
-	var attempts int
-	ls, err := e.acquire(ctx, op, wait, &attempts)
+	ls, err := e.acquire(c)
 	ev := lease.Event{Kind: lease.Acquired, Lock: e.proto.Kind(), Name: e.name, Waited: time.Since(start), Err: err,
-		Context: ctx, Attempts: attempts}
+		Context: ctx, Attempts: c.attempts}
 	if ls != nil {
 		ev.Owner, ev.Token = ls.Owner(), ls.Token()
 	} else {
@@ -170,40 +179,39 @@ func (e *Engine) observed(ctx context.Context, op string, wait bool) (*lease.Lea
 	return ls, err
 }
 
-// acquire counts the attempts it makes in *n.
-func (e *Engine) acquire(ctx context.Context, op string, wait bool, n *int) (*lease.Lease, error) {
-	if err := e.Check(op); err != nil {
+func (e *Engine) acquire(c *call) (*lease.Lease, error) {
+	if err := e.Check(c.op); err != nil {
 		return nil, err
 	}
-	if ctx.Err() != nil {
-		return nil, e.ctxErr(ctx, op, nil)
+	if c.ctx.Err() != nil {
+		return nil, e.ctxErr(c.ctx, c.op, nil)
 	}
-	if h := e.held(ctx); h != nil {
-		*n++
-		return e.reenter(ctx, op, h)
+	if h := e.held(c.ctx); h != nil {
+		c.attempts++
+		return e.reenter(c.ctx, c.op, h)
 	}
 	owner := e.client.NewOwner()
 	var mark hub.Mark
-	if wait {
+	if c.wait {
 		// Taken before the attempt: a release after it is either heard by
 		// then or wakes the waiter registered below (see wait).
 		mark = e.watch.Mark(e.channel(owner))
 	}
-	*n++
-	ls, g, err := e.attempt(ctx, op, owner, wait)
+	c.attempts++
+	ls, g, err := e.attempt(c.ctx, c.op, owner, c.wait)
 	if ls != nil || (err != nil && !retry.Transient(err)) {
 		return ls, err
 	}
-	if !wait {
+	if !c.wait {
 		if err != nil {
-			return nil, e.redisErr(op, err)
+			return nil, e.redisErr(c.op, err)
 		}
-		return nil, core.Errorf(op, e.name, "%w", lease.ErrNotAcquired)
+		return nil, core.Errorf(c.op, e.name, "%w", lease.ErrNotAcquired)
 	}
 	if retry.Classify(err) == retry.Unknown {
 		owner = e.client.NewOwner() // the first is being undone: see attempt
 	}
-	return e.wait(ctx, op, owner, mark, g, err, n)
+	return e.wait(c, owner, mark, g, err)
 }
 
 // held is the hold of this lock that ctx carries, for a re-entry: nil when
@@ -213,90 +221,6 @@ func (e *Engine) held(ctx context.Context) *core.Hold {
 		return nil
 	}
 	return core.HoldFrom(ctx, e.scope, e.name)
-}
-
-// wait runs attempts until one holds the lock, each after a wake-up, the
-// holder's remaining TTL, or a backoff after a Redis error.
-func (e *Engine) wait(ctx context.Context, op, owner string, mark hub.Mark, g lua.Grant, err error, n *int) (*lease.Lease, error) {
-	w, werr := e.register(op, owner)
-	if werr != nil {
-		return nil, werr
-	}
-	ready := w.Ready()
-	if err == nil && !w.Missed(mark) {
-		// The channel was subscribed before the first attempt and nothing
-		// has been heard on it since: the release the holder has yet to
-		// make will wake us, no second attempt is needed on Ready.
-		ready = nil
-		// Track errors are not fatal: the TTL timer still runs.
-		_ = w.Track(ctx)
-	}
-	held, passOn := false, false
-	defer func() {
-		if !held {
-			e.abandon(owner)
-		}
-		if w != nil {
-			w.Leave(!held && passOn)
-		}
-	}()
-
-	b := retry.Backoff(10*time.Millisecond, time.Second)
-	t := e.clock.NewTimer(e.pause(g, err, b))
-	defer t.Stop()
-	lastErr := err
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, e.ctxErr(ctx, op, lastErr)
-		case <-e.client.Context().Done():
-			return nil, e.Check(op)
-		case <-ready:
-			// Subscribed: releases from now on will be heard, but one may
-			// have slipped in since the last attempt, so try once more.
-			ready = nil
-		case <-w.C():
-		case <-t.C():
-		}
-		*n++
-		ls, g, err := e.attempt(ctx, op, owner, true)
-		switch {
-		case ls != nil:
-			held = true
-			return ls, nil
-		case err != nil && !retry.Transient(err):
-			return nil, err
-		case err != nil && ctx.Err() != nil:
-			passOn = true // our attempt may have been the one a wake-up was for
-			return nil, e.ctxErr(ctx, op, err)
-		case err != nil && retry.Classify(err) == retry.Pause:
-			// Redis did not run the script (BUSY, LOADING, a failover):
-			// the owner has nothing to undo; back off and try again.
-			lastErr = err
-		case err != nil:
-			lastErr = err
-			// The undo of that attempt releases whatever its owner holds,
-			// so a later attempt under the same owner could win a lock
-			// the undo then frees: go on under a new owner. (A fair
-			// lock's waiter so rejoins the queue at its tail.)
-			prev := owner
-			owner = e.client.NewOwner()
-			if ch, _ := e.proto.Wakeup(owner); ch != e.channel(prev) {
-				w.Leave(false)
-				if w, werr = e.register(op, owner); werr != nil {
-					w = nil
-					return nil, werr
-				}
-				ready = w.Ready()
-			}
-		default:
-			b.Reset()
-			lastErr = nil
-			// Track errors are not fatal: the TTL timer still runs.
-			_ = w.Track(ctx)
-		}
-		t.Reset(e.pause(g, err, b))
-	}
 }
 
 func (e *Engine) channel(owner string) string {

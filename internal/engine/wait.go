@@ -1,0 +1,157 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/leasehold/leasehold/internal/hub"
+	"github.com/leasehold/leasehold/internal/lua"
+	"github.com/leasehold/leasehold/internal/retry"
+	"github.com/leasehold/leasehold/lease"
+)
+
+// waiting is one Acquire's wait for the lock between attempts: the owner it
+// tries as, its registration with the hub, and when it tries next. Each
+// attempt comes after a wake-up (an unlock message, an invalidation of the
+// lock key), the holder's remaining lease, or a backoff after a Redis error;
+// never on a fixed interval.
+type waiting struct {
+	e     *Engine
+	c     *call
+	owner string
+	w     waiter
+	// ready is the subscription's confirmation while one more attempt is
+	// due on it (a release may have slipped in before the subscription);
+	// nil once that attempt was made or was not needed.
+	ready  <-chan struct{}
+	b      *backoff.ExponentialBackOff
+	t      timer
+	last   error // the last attempt's error, which a ctx error names
+	held   bool  // an attempt won: the owner's traces are the lease's now
+	passOn bool  // the wait ended on a wake-up that may have been ours
+}
+
+// wait runs attempts under owner until one holds the lock, c's ctx ends or
+// the Client closes. mark, g and err are the first attempt's: the channel's
+// mark taken before it, its grant and its error.
+func (e *Engine) wait(c *call, owner string, mark hub.Mark, g lua.Grant, err error) (*lease.Lease, error) {
+	s := &waiting{e: e, c: c, owner: owner, last: err, b: retry.Backoff(10*time.Millisecond, time.Second)}
+	if rerr := s.register(); rerr != nil {
+		return nil, rerr
+	}
+	defer s.stop()
+	if err == nil && !s.w.Missed(mark) {
+		// The channel was subscribed before the first attempt and nothing
+		// has been heard on it since: the release the holder has yet to
+		// make will wake us, no second attempt is needed on Ready.
+		s.ready = nil
+		// Track errors are not fatal: the TTL timer still runs.
+		_ = s.w.Track(c.ctx)
+	}
+	s.t = e.clock.NewTimer(e.pause(g, err, s.b))
+	for {
+		if err := s.sleep(); err != nil {
+			return nil, err
+		}
+		if ls, done, err := s.try(); done {
+			return ls, err
+		}
+	}
+}
+
+// register registers a waiter for the owner's wake-ups.
+func (s *waiting) register() error {
+	w, err := s.e.register(s.c.op, s.owner)
+	if err != nil {
+		return err
+	}
+	s.w, s.ready = w, w.Ready()
+	return nil
+}
+
+// sleep returns when the next attempt is due: on a wake-up, the
+// subscription's confirmation or the timer. It fails when the ctx ends or
+// the Client closes.
+func (s *waiting) sleep() error {
+	select {
+	case <-s.c.ctx.Done():
+		return s.e.ctxErr(s.c.ctx, s.c.op, s.last)
+	case <-s.e.client.Context().Done():
+		return s.e.Check(s.c.op)
+	case <-s.ready:
+		// Subscribed: releases from now on will be heard, but one may
+		// have slipped in since the last attempt, so try once more.
+		s.ready = nil
+	case <-s.w.C():
+	case <-s.t.C():
+	}
+	return nil
+}
+
+// try makes one attempt and says whether the wait is over (with the lease,
+// or the error that ends it); if not, it sets the timer for the next.
+func (s *waiting) try() (ls *lease.Lease, done bool, err error) {
+	s.c.attempts++
+	ls, g, err := s.e.attempt(s.c.ctx, s.c.op, s.owner, true)
+	switch {
+	case ls != nil:
+		s.held = true
+		return ls, true, nil
+	case err != nil && !retry.Transient(err):
+		return nil, true, err
+	case err != nil && s.c.ctx.Err() != nil:
+		s.passOn = true // our attempt may have been the one a wake-up was for
+		return nil, true, s.e.ctxErr(s.c.ctx, s.c.op, err)
+	case err != nil && retry.Classify(err) == retry.Pause:
+		// Redis did not run the script (BUSY, LOADING, a failover): the
+		// owner has nothing to undo; back off and try again.
+		s.last = err
+	case err != nil:
+		s.last = err
+		if rerr := s.newOwner(); rerr != nil {
+			return nil, true, rerr
+		}
+	default:
+		s.b.Reset()
+		s.last = nil
+		// Track errors are not fatal: the TTL timer still runs.
+		_ = s.w.Track(s.c.ctx)
+	}
+	s.t.Reset(s.e.pause(g, err, s.b))
+	return nil, false, nil
+}
+
+// newOwner goes on under a new owner after an attempt whose outcome is
+// unknown: the undo of that attempt releases whatever its owner holds, so a
+// later attempt under the same owner could win a lock the undo then frees.
+// (A fair lock's waiter so rejoins the queue at its tail.) A kind whose
+// waiters have channels of their own registers again.
+func (s *waiting) newOwner() error {
+	prev := s.owner
+	s.owner = s.e.client.NewOwner()
+	if s.e.channel(s.owner) == s.e.channel(prev) {
+		return nil
+	}
+	s.w.Leave(false)
+	if err := s.register(); err != nil {
+		s.w = nil
+		return err
+	}
+	return nil
+}
+
+// stop ends the wait: the timer stopped, the owner's traces (a place in a
+// queue) removed unless it holds the lock, and the waiter gone from the
+// hub, handing on a wake-up it may have taken from another.
+func (s *waiting) stop() {
+	if s.t != nil {
+		s.t.Stop()
+	}
+	if !s.held {
+		s.e.abandon(s.owner)
+	}
+	if s.w != nil {
+		s.w.Leave(!s.held && s.passOn)
+	}
+}
