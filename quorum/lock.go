@@ -67,7 +67,7 @@ func newLock(k kind, cfg Config, members []lease.Locker) *lock {
 		} else {
 			names[i] = "#" + strconv.Itoa(i)
 		}
-		if !engine.CanRaiseToken(m) {
+		if isNil(m) || !engine.CanRaiseToken(m) {
 			q.raise = false
 		}
 	}

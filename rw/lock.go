@@ -3,6 +3,7 @@ package rw
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -14,10 +15,11 @@ import (
 	"github.com/leasehold/leasehold/lease"
 )
 
-// ErrUpgrade is returned by the write lock's Acquire, TryAcquire and
-// AcquireAsync when ctx carries a read lease of the same lock and no write
-// lease: upgrading a read to a write is not supported, since two readers
-// upgrading at once would wait for each other for ever.
+// ErrUpgrade is wrapped, with lease.ErrInvalid, by the error of the write
+// lock's Acquire, TryAcquire and AcquireAsync when ctx carries a read lease
+// of the same lock and no write lease: upgrading a read to a write is not
+// supported, since two readers upgrading at once would wait for each other
+// for ever.
 var ErrUpgrade = errors.New("rw: write lock asked for under a read lease of the same lock")
 
 // scope keys reentrancy: read and write leases of the same Client are
@@ -27,16 +29,11 @@ type scope struct {
 	write bool
 }
 
-// bound lets quorum find a lock's Client and raise its fencing counter.
-// Embedded under this unexported name, it adds nothing to godoc.
-type bound = engine.Bound
-
 // Lock is a read-write lock on one name. Its constructor does not fail: bad
 // input is reported by the first Acquire.
 type Lock struct {
-	read  *reader
-	write *writer
-	p     *lua.Write // for ForceRelease
+	read, write *engine.Engine
+	p           *lua.Write // for ForceRelease
 }
 
 // New returns the read-write lock name on c. Options: leasehold.WithLeaseTime
@@ -48,10 +45,12 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	readScope, writeScope := scope{c: cc}, scope{c: cc, write: true}
 	// The protocols are Redisson's RReadWriteLock.
 	rp := &readProtocol{lua.NewRead(name, cfg.Lua()), writeScope}
-	wp := lua.NewWrite(name, cfg.Lua())
-	re := engine.New(cc, name, readScope, cfg, rp)
-	we := engine.New(cc, name, writeScope, cfg, wp)
-	return &Lock{read: &reader{re.Bound(), re}, write: &writer{we.Bound(), we, readScope}, p: wp}
+	wp := &writeProtocol{lua.NewWrite(name, cfg.Lua()), readScope, writeScope}
+	return &Lock{
+		read:  engine.New(cc, name, readScope, cfg, rp),
+		write: engine.New(cc, name, writeScope, cfg, wp),
+		p:     wp.Write,
+	}
 }
 
 // readProtocol is the read lock's protocol, which needs the caller's ctx:
@@ -70,8 +69,24 @@ func (p *readProtocol) Try(ctx context.Context, c rueidis.Client, owner string, 
 	return p.Read.Try(ctx, c, owner, wait)
 }
 
+// writeProtocol is the write lock's protocol, which needs the caller's ctx:
+// under a read lease of this lock, and no write lease, a write is refused.
+type writeProtocol struct {
+	*lua.Write
+	reads, writes scope
+}
+
+// Try refuses an upgrade of a read to a write; any other attempt goes as
+// lua.Write does. (Under a write lease the engine re-enters that lease.)
+func (p *writeProtocol) Try(ctx context.Context, c rueidis.Client, owner string, wait bool) (lua.Grant, error) {
+	if core.HoldFrom(ctx, p.reads, p.Name()) != nil && core.HoldFrom(ctx, p.writes, p.Name()) == nil {
+		return lua.Grant{}, fmt.Errorf("%w: %w", lease.ErrInvalid, ErrUpgrade)
+	}
+	return p.Write.Try(ctx, c, owner, wait)
+}
+
 // Name is the lock name, the Redis key of its hash.
-func (l *Lock) Name() string { return l.read.e.Name() }
+func (l *Lock) Name() string { return l.read.Name() }
 
 // Read is the read lock: held by any number of owners at once while no
 // writer holds. Its Acquire waits while another owner holds the write lock
@@ -81,14 +96,14 @@ func (l *Lock) Read() lease.Locker { return l.read }
 
 // Write is the write lock: held by one owner while no reader holds, except
 // for reads taken under its own lease's context. Under a read lease's context
-// (and no write lease) its methods return ErrUpgrade.
+// (and no write lease) its methods fail with an error wrapping ErrUpgrade.
 func (l *Lock) Write() lease.Locker { return l.write }
 
 // IsLocked reports whether anyone holds the lock, for read or write. It reads
 // through the client-side cache: no round trip while the cached answer
 // stands; it can lag a write to the lock by a few milliseconds, this
 // Client's or another's.
-func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.read.e.IsLocked(ctx) }
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.read.IsLocked(ctx) }
 
 // HoldCount is how many leases on this lock the context carries for its
 // owner, read and write together: the write lease's count (1 plus its
@@ -96,100 +111,27 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.read.e.IsL
 // 0 when ctx carries no lease of this lock from this Client. It costs no
 // round trip.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
-	w, err := l.write.e.HoldCount(ctx)
+	w, err := l.write.HoldCount(ctx)
 	if err != nil {
 		return 0, err
 	}
-	r, err := l.read.e.HoldCount(ctx)
+	r, err := l.read.HoldCount(ctx)
 	return w + r, err
 }
 
 // RemainTTL is how long the lock still lives unless renewed: the writer's
 // lease, or the longest live read hold's. 0 when the lock is free, -1ns when
 // it is held with no expiry.
-func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) { return l.read.e.RemainTTL(ctx) }
+func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) { return l.read.RemainTTL(ctx) }
 
 // ForceRelease deletes the lock whoever holds it, for read or write, and
 // wakes every waiter, for operators. It reports whether there was a lock to
 // delete. The holders learn of the loss at their next renewal.
 func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
-	rc, err := l.read.e.Redis("force-release")
+	rc, err := l.read.Redis("force-release")
 	if err != nil {
 		return false, err
 	}
 	ok, err := l.p.ForceRelease(ctx, rc)
-	return ok, l.read.e.Fail("force-release", err)
-}
-
-// reader is the read lock.
-type reader struct {
-	bound
-	e *engine.Engine
-}
-
-var _ lease.Locker = (*reader)(nil)
-
-// Acquire blocks until a read lease is held or ctx is done. On failure it
-// returns a *lease.Error (wrapping ctx.Err() when ctx ended) and holds nothing.
-func (r *reader) Acquire(ctx context.Context) (*lease.Lease, error) { return r.e.Acquire(ctx) }
-
-// TryAcquire makes one attempt: a *lease.Error wrapping lease.ErrNotAcquired
-// when another owner holds the write lock.
-func (r *reader) TryAcquire(ctx context.Context) (*lease.Lease, error) { return r.e.TryAcquire(ctx) }
-
-// AcquireAsync starts Acquire in a goroutine the Client waits for on Close.
-func (r *reader) AcquireAsync(ctx context.Context) *lease.Future { return r.e.AcquireAsync(ctx) }
-
-// Name is the lock name.
-func (r *reader) Name() string { return r.e.Name() }
-
-// writer is the write lock.
-type writer struct {
-	bound
-	e     *engine.Engine
-	reads scope
-}
-
-var _ lease.Locker = (*writer)(nil)
-
-// Name is the lock name.
-func (w *writer) Name() string { return w.e.Name() }
-
-// Acquire blocks until the write lock is held or ctx is done. On failure it
-// returns a *lease.Error (wrapping ctx.Err() when ctx ended, ErrUpgrade under
-// a read lease) and holds nothing.
-func (w *writer) Acquire(ctx context.Context) (*lease.Lease, error) {
-	if err := w.upgrade(ctx, "acquire"); err != nil {
-		return nil, err
-	}
-	return w.e.Acquire(ctx)
-}
-
-// TryAcquire makes one attempt: a *lease.Error wrapping lease.ErrNotAcquired
-// when another owner holds the lock, for read or write.
-func (w *writer) TryAcquire(ctx context.Context) (*lease.Lease, error) {
-	if err := w.upgrade(ctx, "try-acquire"); err != nil {
-		return nil, err
-	}
-	return w.e.TryAcquire(ctx)
-}
-
-// AcquireAsync starts Acquire in a goroutine the Client waits for on Close.
-func (w *writer) AcquireAsync(ctx context.Context) *lease.Future {
-	if err := w.upgrade(ctx, "acquire"); err != nil {
-		f, run := core.NewFuture(ctx, func(context.Context) (*lease.Lease, error) { return nil, err })
-		run()
-		return f
-	}
-	return w.e.AcquireAsync(ctx)
-}
-
-// upgrade refuses a write asked for under a read lease of this lock, unless
-// ctx carries a write lease too (then it is a reentrant write).
-func (w *writer) upgrade(ctx context.Context, op string) error {
-	name := w.e.Name()
-	if core.HoldFrom(ctx, w.reads, name) != nil && core.HoldFrom(ctx, w.e.Scope(), name) == nil {
-		return &lease.Error{Op: op, Name: name, Err: ErrUpgrade}
-	}
-	return nil
+	return ok, l.read.Fail("force-release", err)
 }

@@ -75,12 +75,12 @@
 //
 // # Bad input
 //
-// A weight below 1 or above MaxWeight, a weight above the semaphore's total
+// A weight below 1 or above 65536, a weight above the semaphore's total
 // (available plus held) when an attempt is made, a TrySetPermits that is
-// negative or above MaxPermits, an AddPermits that would leave more than
-// MaxPermits either way: a *lease.Error wrapping lease.ErrInvalid. A name
+// negative or above 2^53-1, an AddPermits that would leave more than
+// that either way: a *lease.Error wrapping lease.ErrInvalid. A name
 // holding a key of another type, or a count that is not an integer (or is
-// beyond MaxPermits): a *lease.Error wrapping lease.ErrRedis. Either way nothing is changed in Redis. A semaphore whose
+// beyond 2^53-1): a *lease.Error wrapping lease.ErrRedis. Either way nothing is changed in Redis. A semaphore whose
 // permits were never set, or whose total is 0 (set so, or all taken away),
 // is shut, not an error: Acquire waits until permits are added.
 package semaphore

@@ -70,7 +70,7 @@ func TestBadInput(t *testing.T) {
 		}{
 			{"zero", 0, "weight 0"},
 			{"negative", -1, "weight -1"},
-			{"above MaxWeight", semaphore.MaxWeight + 1, "weight 65537"},
+			{"above MaxWeight", 65536 + 1, "weight 65537"},
 			{"above the total", 4, "4 permits asked of a semaphore of 3"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
@@ -124,7 +124,7 @@ func TestPermitBounds(t *testing.T) {
 	srv := redistest.Start(t)
 	c := open(t, srv)
 	ctx := ctxTimeout(t, 30*time.Second)
-	const most = semaphore.MaxPermits
+	const most = 1<<53 - 1 // the most permits a semaphore counts exactly
 	tests := []struct {
 		name  string
 		start string // the count before, "" for a semaphore never set

@@ -12,31 +12,30 @@ import (
 	"github.com/leasehold/leasehold/lease"
 )
 
-// MaxPermits is the most permits a semaphore may have available, and the
+// maxPermits is the most permits a semaphore may have available, and the
 // most AddPermits adds or takes away at once: 2^53 - 1, as many as its
-// scripts count exactly (they count in Lua's doubles). TrySetPermits and
-// AddPermits beyond it fail.
-const MaxPermits = lua.MaxPermits
+// scripts count exactly (they count in Lua's doubles).
+const maxPermits = lua.MaxPermits
 
-// MaxWeight is the most permits one lease may hold, 65536: Weighted(n) with n
-// above it fails. Each permit is an entry in Redis, renewed one by one.
-const MaxWeight = lua.MaxPermitsPerLease
+// maxWeight is the most permits one lease may hold, 65536: each permit is an
+// entry in Redis, renewed one by one.
+const maxWeight = lua.MaxPermitsPerLease
 
 // scope tells a Client's semaphores apart from its other locks (nothing
 // re-enters a semaphore: its protocol is not Reentrant).
 type scope struct{ c *core.Client }
 
-// unfenced lets quorum find the semaphore's Client; a permit draws no
-// fencing token, so there is no counter for it to raise. Embedded under this
+// bound lets quorum find the semaphore's Client (a permit draws no fencing
+// token, so there is no counter for it to raise). Embedded under this
 // unexported name, it adds nothing to godoc.
-type unfenced = engine.Unfenced
+type bound = engine.Bound
 
 // Semaphore is a leased counting semaphore on one name: at most its total of
 // permits are held at once, across every Client. It is a lease.Locker for one
 // permit; Weighted is one for several. Its constructor does not fail: bad
 // input is reported by the first call.
 type Semaphore struct {
-	unfenced
+	bound
 	e   *engine.Engine
 	c   *core.Client
 	cfg core.LockConfig
@@ -55,7 +54,7 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Semaph
 	cfg := cc.LockConfig(opts, 0)
 	s := &Semaphore{c: cc, cfg: cfg, s: lua.NewSemaphore(name, cfg.Lua())}
 	s.e = s.engine(1, cfg)
-	s.unfenced = s.e.Unfenced()
+	s.bound = s.e.Bound()
 	return s
 }
 
@@ -86,42 +85,21 @@ func (s *Semaphore) AcquireAsync(ctx context.Context) *lease.Future { return s.e
 
 // Weighted returns the Locker whose leases each hold n permits, taken and
 // given back together, as x/sync/semaphore's Weighted: Acquire waits until n
-// are free at once. n must be from 1 to MaxWeight, and at most the
+// are free at once. n must be from 1 to 65536, and at most the
 // semaphore's total (when that is not 0) at each attempt: otherwise the call
 // fails with a *lease.Error wrapping lease.ErrInvalid, holding nothing. Its
 // waiters go before smaller ones (see the package doc).
 func (s *Semaphore) Weighted(n int) lease.Locker {
 	cfg := s.cfg
-	if cfg.Err == nil && (n < 1 || n > MaxWeight) {
-		cfg.Err = fmt.Errorf("%w: weight %d is not from 1 to %d permits", lease.ErrInvalid, n, MaxWeight)
+	if cfg.Err == nil && (n < 1 || n > maxWeight) {
+		cfg.Err = fmt.Errorf("%w: weight %d is not from 1 to %d permits", lease.ErrInvalid, n, maxWeight)
 	}
-	e := s.engine(n, cfg)
-	return &weighted{e.Unfenced(), e}
+	return s.engine(n, cfg)
 }
-
-// weighted is a Locker of leases of several permits.
-type weighted struct {
-	unfenced
-	e *engine.Engine
-}
-
-// Name is the semaphore's name.
-func (w *weighted) Name() string { return w.e.Name() }
-
-// Acquire blocks until the lease's permits are held or ctx is done. On
-// failure it returns a *lease.Error and holds nothing.
-func (w *weighted) Acquire(ctx context.Context) (*lease.Lease, error) { return w.e.Acquire(ctx) }
-
-// TryAcquire makes one attempt: a *lease.Error wrapping lease.ErrNotAcquired
-// when the permits are not free at once.
-func (w *weighted) TryAcquire(ctx context.Context) (*lease.Lease, error) { return w.e.TryAcquire(ctx) }
-
-// AcquireAsync starts Acquire in a goroutine the Client waits for on Close.
-func (w *weighted) AcquireAsync(ctx context.Context) *lease.Future { return w.e.AcquireAsync(ctx) }
 
 // TrySetPermits sets the semaphore's total to n permits if it was never set,
 // and reports whether it did; a set semaphore is left as it is (change it
-// with AddPermits). Waiters are woken. n must be from 0 to MaxPermits:
+// with AddPermits). Waiters are woken. n must be from 0 to 2^53-1:
 // otherwise it fails with a *lease.Error wrapping lease.ErrInvalid. On
 // failure nothing is changed.
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
@@ -130,8 +108,8 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if n < 0 || int64(n) > MaxPermits {
-		return false, core.Errorf(op, s.Name(), "%w: %d permits is not from 0 to %d", lease.ErrInvalid, n, int64(MaxPermits))
+	if n < 0 || int64(n) > maxPermits {
+		return false, core.Errorf(op, s.Name(), "%w: %d permits is not from 0 to %d", lease.ErrInvalid, n, int64(maxPermits))
 	}
 	ok, err := s.s.TrySetPermits(ctx, rc, n)
 	return ok, s.e.Fail(op, err)
@@ -141,7 +119,7 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
 // n is negative; on a semaphore never set it sets n. Permits held are not
 // touched: with fewer, new takers wait until enough come back, and the
 // permits available may be negative meanwhile. Added permits wake waiters.
-// n, and the permits available after, must be within ±MaxPermits: otherwise
+// n, and the permits available after, must be within ±(2^53-1): otherwise
 // it fails with a *lease.Error wrapping lease.ErrInvalid. On failure nothing
 // is changed.
 func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
@@ -150,9 +128,9 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
 	if err != nil || n == 0 {
 		return err
 	}
-	if int64(n) < -MaxPermits || int64(n) > MaxPermits {
+	if int64(n) < -maxPermits || int64(n) > maxPermits {
 		return core.Errorf(op, s.Name(), "%w: %d permits is not from %d to %d",
-			lease.ErrInvalid, n, -int64(MaxPermits), int64(MaxPermits))
+			lease.ErrInvalid, n, -int64(maxPermits), int64(maxPermits))
 	}
 	_, err = s.s.AddPermits(ctx, rc, n)
 	// Checked by the script, before it writes: a check here could not

@@ -64,9 +64,6 @@ func New(c *core.Client, name string, scope any, cfg core.LockConfig, p lua.Prot
 // Name is the lock name.
 func (e *Engine) Name() string { return e.name }
 
-// Scope is the lock's reentrancy scope.
-func (e *Engine) Scope() any { return e.scope }
-
 // clients is the Client the lock runs on, for locks made of other locks
 // (see Group).
 func (e *Engine) clients() []*core.Client {

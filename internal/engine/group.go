@@ -9,41 +9,48 @@ import (
 	"github.com/leasehold/leasehold/lease"
 )
 
-// bound is implemented by every lock of this module, through the Bound or
-// the Group it embeds: it names the Clients the lock runs on. Its method is
-// unexported, so users neither see nor call it.
-type bound interface{ clients() []*core.Client }
+// member is implemented by every lock of this module: by an *Engine, by the
+// Bound a lock kind embeds, and by the Group a lock of other locks embeds.
+// It names the Clients the lock runs on, and the engine whose fencing
+// counter quorum raises (nil when the lock draws no token of its own). Its
+// methods are unexported, so users neither see nor call them.
+type member interface {
+	clients() []*core.Client
+	fencer() *Engine
+}
 
-// Bound is embedded by each lock built on an Engine, under an unexported
-// alias: it tells the locks made of other locks (quorum) which Client the
-// lock runs on, and lets them raise its fencing counter. Its methods are
-// unexported, so it adds nothing users can see or call.
+var (
+	_ member = (*Engine)(nil)
+	_ member = Bound{}
+	_ member = Group{}
+)
+
+// Bound is embedded by each lock kind's public type, under an unexported
+// alias, so that the locks made of other locks (quorum) find its engine. Its
+// methods are unexported: it adds nothing users can see or call.
 type Bound struct{ e *Engine }
 
 // Bound returns the Bound of e, for its lock to embed.
 func (e *Engine) Bound() Bound { return Bound{e} }
 
 func (b Bound) clients() []*core.Client { return b.e.clients() }
+func (b Bound) fencer() *Engine         { return b.e.fencer() }
 
-func (b Bound) raiseToken(ctx context.Context, floor uint64) (uint64, error) {
-	return b.e.raiseToken(ctx, floor)
+// fencer is e when its acquisitions draw a fencing token from
+// redisson_lock_token:{NAME} (every lock's do; a semaphore's permits, whose
+// channel carries counts, draw none), else nil.
+func (e *Engine) fencer() *Engine {
+	if e.proto.Weight() > 0 {
+		return nil
+	}
+	return e
 }
-
-// Unfenced is embedded, as Bound is, by a lock whose acquisitions draw no
-// fencing token (a semaphore's permits): it tells quorum which Client the
-// lock runs on, and has no counter to raise (see RaiseToken).
-type Unfenced struct{ e *Engine }
-
-// Unfenced returns the Unfenced of e, for its lock to embed.
-func (e *Engine) Unfenced() Unfenced { return Unfenced{e} }
-
-func (u Unfenced) clients() []*core.Client { return u.e.clients() }
 
 // Clients returns the Clients l runs on, as far as it tells (locks of this
 // module do; others name none).
 func Clients(l lease.Locker) []*core.Client {
-	if b, ok := l.(bound); ok {
-		return b.clients()
+	if m, ok := l.(member); ok {
+		return m.clients()
 	}
 	return nil
 }
@@ -58,11 +65,7 @@ func NewGroup(members []lease.Locker) Group {
 	var g Group
 	seen := make(map[*core.Client]bool)
 	for _, m := range members {
-		b, ok := m.(bound)
-		if !ok {
-			continue
-		}
-		for _, c := range b.clients() {
+		for _, c := range Clients(m) {
 			if !seen[c] {
 				seen[c] = true
 				g.cs = append(g.cs, c)
@@ -73,6 +76,7 @@ func NewGroup(members []lease.Locker) Group {
 }
 
 func (g Group) clients() []*core.Client { return g.cs }
+func (g Group) fencer() *Engine         { return nil }
 
 // Go runs f in a goroutine that the Close of every Client of the group waits
 // for. When one of them is closed already it runs f in a goroutine that only
@@ -118,30 +122,27 @@ func runAll(fs []func()) {
 	}
 }
 
-// raiser is implemented by every lock whose acquisitions draw a fencing
-// token from redisson_lock_token:{NAME} (the locks of this module, through
-// the Bound they embed; not a semaphore's).
-type raiser interface {
-	raiseToken(ctx context.Context, floor uint64) (uint64, error)
-}
-
 // RaiseToken raises the fencing counter of l, when l draws tokens, to at
 // least floor and returns the counter's value after; it never lowers it.
 // quorum writes the token it chose back to a majority of nodes with it. ok
 // is false when l draws no token of its own.
 func RaiseToken(ctx context.Context, l lease.Locker, floor uint64) (token uint64, ok bool, err error) {
-	r, ok := l.(raiser)
-	if !ok {
+	e := fencer(l)
+	if e == nil {
 		return 0, false, nil
 	}
-	token, err = r.raiseToken(ctx, floor)
+	token, err = e.raiseToken(ctx, floor)
 	return token, true, err
 }
 
 // CanRaiseToken reports whether RaiseToken can raise l's counter.
-func CanRaiseToken(l lease.Locker) bool {
-	_, ok := l.(raiser)
-	return ok
+func CanRaiseToken(l lease.Locker) bool { return fencer(l) != nil }
+
+func fencer(l lease.Locker) *Engine {
+	if m, ok := l.(member); ok {
+		return m.fencer()
+	}
+	return nil
 }
 
 func (e *Engine) raiseToken(ctx context.Context, floor uint64) (uint64, error) {
