@@ -51,8 +51,8 @@ func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 	}
 	if opt.ClientName == "" {
 		// Named before the Client exists: it takes the id given here.
-		o.id = core.NewID()
-		opt.ClientName = o.name + "/" + o.id
+		o.ID = core.NewID()
+		opt.ClientName = o.name + "/" + o.ID
 	}
 	if opt.PipelineMultiplex == 0 {
 		opt.PipelineMultiplex = -1 // rueidis reads a negative value as 2^0 = 1 connection
@@ -81,8 +81,8 @@ func newClient(rc rueidis.Client, owned, tracking bool, o options) (*Client, err
 	if err := s.check(rc.Mode()); err != nil {
 		return nil, err
 	}
-	o.sharded, o.policy = s.sharded, s.policy
-	c := core.NewClient(rc, owned, tracking, o.core())
+	o.Sharded, o.MemoryPolicy = s.sharded, s.policy
+	c := core.NewClient(rc, owned, tracking, o.Options)
 	for _, w := range s.warnings() {
 		c.Warn(w)
 	}

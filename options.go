@@ -19,16 +19,10 @@ const DefaultWatchdog = 30 * time.Second
 type Option interface{ apply(*options) }
 
 type options struct {
-	classic        bool // classic pub/sub in Redis Cluster too
-	sharded        bool // resolved by check: sharded pub/sub in use
-	watchdog       time.Duration
-	observer       lease.Observer
-	replicas       int
-	replicaTimeout time.Duration
-	name           string // WithClientName's, or defaultName
-	policy         string // the server's maxmemory-policy, read by inspect
-	id             string // the Client's id when Open named its connections after it
-	err            error
+	core.Options        // what the Client's locks read
+	classic      bool   // classic pub/sub in Redis Cluster too
+	name         string // WithClientName's, or defaultName
+	err          error
 }
 
 type optionFunc func(*options)
@@ -52,7 +46,7 @@ func WithWatchdog(d time.Duration) Option {
 			o.err = fmt.Errorf("%w: watchdog %v is shorter than %v", lease.ErrInvalid, d, minLease)
 			return
 		}
-		o.watchdog = d
+		o.Watchdog = d
 	})
 }
 
@@ -62,7 +56,7 @@ func WithWatchdog(d time.Duration) Option {
 // o.Observe runs on the goroutines doing the work, so it must be quick and
 // must not block. Default: none, and warnings go to slog.Default at Warn.
 func WithObserver(o lease.Observer) Option {
-	return optionFunc(func(opts *options) { opts.observer = o })
+	return optionFunc(func(opts *options) { opts.Observer = o })
 }
 
 // WithReplicas makes every acquisition and every watchdog renewal wait until
@@ -89,19 +83,13 @@ func WithReplicas(n int, timeout time.Duration) Option {
 			// WAIT with timeout 0 blocks for ever.
 			o.err = fmt.Errorf("%w: replica timeout %v is not positive", lease.ErrInvalid, timeout)
 		default:
-			o.replicas, o.replicaTimeout = n, timeout
+			o.Replicas, o.ReplicaTimeout = n, timeout
 		}
 	})
 }
 
-// core is the Client's settings as the lock packages read them.
-func (o options) core() core.Options {
-	return core.Options{Sharded: o.sharded, Watchdog: o.watchdog, Observer: o.observer, Replicas: o.replicas,
-		ReplicaTimeout: o.replicaTimeout, ID: o.id, MemoryPolicy: o.policy}
-}
-
 func resolve(opts []Option) (options, error) {
-	o := options{watchdog: DefaultWatchdog, name: defaultName()}
+	o := options{Options: core.Options{Watchdog: DefaultWatchdog}, name: defaultName()}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)

@@ -24,13 +24,18 @@ import (
 // closeTimeout bounds how long Close spends releasing the locks still held.
 const closeTimeout = 5 * time.Second
 
-// Options are a Client's settings, resolved from the root package's Options.
+// Options are a Client's settings, resolved from the root package's
+// options; every lock of the Client reads them (LockConfig).
 type Options struct {
 	// Sharded: rc is a Redis Cluster of Redis 7+ whose unlock messages go
 	// by sharded pub/sub (SPUBLISH, SSUBSCRIBE).
-	Sharded        bool
-	Watchdog       time.Duration
-	Observer       lease.Observer
+	Sharded bool
+	// Watchdog is the lease of locks taken without a fixed lease time.
+	Watchdog time.Duration
+	// Observer is the Client's observer, nil for none.
+	Observer lease.Observer
+	// Replicas is how many replicas must acknowledge each acquisition and
+	// renewal (WithReplicas), within ReplicaTimeout; 0 for none.
 	Replicas       int
 	ReplicaTimeout time.Duration
 	// ID is the Client's id, given when its connections are named after it
@@ -141,8 +146,7 @@ func (c *Client) Options() Options { return c.opts }
 func (c *Client) LockConfig(opts []LockOption, takes Takes) LockConfig {
 	cfg := LockConfig{QueueTimeout: DefaultQueueTimeout}
 	if c != nil {
-		o := c.opts
-		cfg.Watchdog, cfg.Observer, cfg.Replicas, cfg.ReplicaTimeout = o.Watchdog, o.Observer, o.Replicas, o.ReplicaTimeout
+		cfg.Options = c.opts
 	}
 	for _, opt := range opts {
 		if opt != nil {

@@ -11,24 +11,17 @@ import (
 	"github.com/leasehold/leasehold/lease"
 )
 
-// LockConfig is the configuration of one lock, resolved from its options and
-// its Client.
+// LockConfig is the configuration of one lock: its Client's settings and
+// its own options.
 type LockConfig struct {
+	Options
 	// LeaseTime is the fixed lease; zero means the watchdog renews.
 	LeaseTime time.Duration
-	// Watchdog is the Client's watchdog lease.
-	Watchdog time.Duration
 	// QueueTimeout is a fair-lock waiter's time in the queue between refreshes.
 	QueueTimeout time.Duration
 	// WriterPreference makes a read-write lock hold back readers while a
 	// writer waits.
 	WriterPreference bool
-	// Observer is the Client's observer, nil for none.
-	Observer lease.Observer
-	// Replicas is how many replicas must acknowledge each acquisition
-	// (WithReplicas), within ReplicaTimeout; 0 for none.
-	Replicas       int
-	ReplicaTimeout time.Duration
 	// Err is the first invalid option, returned by the lock's first Acquire.
 	Err error
 }
