@@ -11,9 +11,6 @@ import (
 	"github.com/leasehold/leasehold/lease"
 )
 
-// scope keys reentrancy: a leadership's lease is re-entered by Campaigns of
-// elections of the same Client and name, never by another kind of lock.
-type scope struct{ c *core.Client }
 
 // Election is one election, on one name, as one Client takes part in it. Its
 // methods are safe for concurrent use. Its constructor does not fail: bad
@@ -38,7 +35,7 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Electi
 	cc := (*core.Client)(c)
 	cfg := cc.LockConfig(opts, 0)
 	s := lua.NewElection(name, cfg.Lua())
-	return &Election{c: cc, cfg: cfg, s: s, base: engine.New(cc, name, scope{cc}, cfg, s.Campaign(""))}
+	return &Election{c: cc, cfg: cfg, s: s, base: engine.New(cc, name, cfg, s.Campaign(""))}
 }
 
 // Campaign blocks until this caller leads or ctx is done (ctx's deadline is
@@ -60,7 +57,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (*lease.Lease, er
 	// One engine per campaign: its protocol carries the value to publish.
 	// It is Redisson's RLock on NAME, with the leader key written, renewed
 	// and deleted along with the hold.
-	ls, err := engine.New(e.c, e.s.Name(), scope{e.c}, e.cfg, e.s.Campaign(value)).Acquire(ctx)
+	ls, err := engine.New(e.c, e.s.Name(), e.cfg, e.s.Campaign(value)).Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -11,9 +11,6 @@ import (
 	"github.com/leasehold/leasehold/lease"
 )
 
-// scope keys reentrancy: a lease is reentrant for fair locks of the same
-// Client, and a fair lock's lease does not re-enter an rlock of the same name.
-type scope struct{ c *core.Client }
 
 // bound lets quorum find the lock's Client and raise its fencing counter.
 // Embedded under this unexported name, it adds nothing to Lock's godoc.
@@ -38,7 +35,7 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	cfg := cc.LockConfig(opts, core.TakesQueueTimeout)
 	// The protocol is Redisson's RFairLock.
 	p := lua.NewFair(name, cfg.Lua())
-	e := engine.New(cc, name, scope{cc}, cfg, p)
+	e := engine.New(cc, name, cfg, p)
 	return &Lock{e.Bound(), e, p}
 }
 

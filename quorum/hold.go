@@ -42,7 +42,7 @@ func (q *lock) newLease(ctx context.Context, members []*lease.Lease, links []*li
 	c := &claim{q: q, members: members, stops: make([]func() bool, len(members)), drift: drift, token: token}
 	c.hold = core.NewHold(core.HoldConfig{
 		Name:  q.name,
-		Scope: q,
+		Scope: q.scope,
 		// The hold's TTL only bounds retries of Release, which never asks
 		// for one: the members retry their own releases.
 		TTL:     releaseTimeout,

@@ -41,9 +41,10 @@ type lock struct {
 	members []lease.Locker
 	cfg     Config
 	name    string
-	needed  int   // members that make the quorum
-	err     error // bad input, returned by every Acquire
-	raise   bool  // every member can raise its fencing counter
+	needed  int        // members that make the quorum
+	err     error      // bad input, returned by every Acquire
+	raise   bool       // every member can raise its fencing counter
+	scope   core.Scope // its leases re-enter this lock alone
 }
 
 var _ lease.Locker = (*lock)(nil)
@@ -55,7 +56,7 @@ func newLock(k kind, cfg Config, members []lease.Locker) *lock {
 			known = append(known, m)
 		}
 	}
-	q := &lock{Group: engine.NewGroup(known), kind: k, members: slices.Clone(members), cfg: cfg.withDefaults(), raise: len(members) > 0}
+	q := &lock{Group: engine.NewGroup(known), scope: core.NewGroupScope(), kind: k, members: slices.Clone(members), cfg: cfg.withDefaults(), raise: len(members) > 0}
 	q.needed = len(members)
 	if k == majority {
 		q.needed = len(members)/2 + 1
@@ -175,7 +176,7 @@ func (q *lock) acquire(ctx context.Context, op string, wait bool) (*lease.Lease,
 	if ctx.Err() != nil {
 		return nil, core.CtxErr(ctx, op, q.name, nil)
 	}
-	if h := core.HoldFrom(ctx, q, q.name); h != nil {
+	if h := core.HoldFrom(ctx, q.scope, q.name); h != nil {
 		return q.reenter(ctx, h)
 	}
 	first := -1

@@ -11,8 +11,6 @@ import (
 	"github.com/leasehold/leasehold/lease"
 )
 
-// scope keys reentrancy: a lease is reentrant for rlocks of the same Client.
-type scope struct{ c *core.Client }
 
 // bound lets quorum find the lock's Client and raise its fencing counter.
 // Embedded under this unexported name, it adds nothing to Lock's godoc.
@@ -35,7 +33,7 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	cfg := cc.LockConfig(opts, 0)
 	// The protocol is Redisson's RLock.
 	p := lua.NewLock(name, cfg.Lua())
-	e := engine.New(cc, name, scope{cc}, cfg, p)
+	e := engine.New(cc, name, cfg, p)
 	return &Lock{e.Bound(), e, p}
 }
 

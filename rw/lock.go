@@ -22,13 +22,6 @@ import (
 // for ever.
 var ErrUpgrade = errors.New("rw: write lock asked for under a read lease of the same lock")
 
-// scope keys reentrancy: read and write leases of the same Client are
-// reentrant each within their own kind.
-type scope struct {
-	c     *core.Client
-	write bool
-}
-
 // Lock is a read-write lock on one name. Its constructor does not fail: bad
 // input is reported by the first Acquire.
 type Lock struct {
@@ -42,13 +35,15 @@ type Lock struct {
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	cc := (*core.Client)(c)
 	cfg := cc.LockConfig(opts, core.TakesWriterPreference)
-	readScope, writeScope := scope{c: cc}, scope{c: cc, write: true}
-	// The protocols are Redisson's RReadWriteLock.
-	rp := &readProtocol{lua.NewRead(name, cfg.Lua()), writeScope}
-	wp := &writeProtocol{lua.NewWrite(name, cfg.Lua()), readScope, writeScope}
+	// The protocols are Redisson's RReadWriteLock. Read and write leases are
+	// reentrant each within their own kind (the engine's scope); each
+	// protocol looks for the other's in the ctx.
+	r, w := lua.NewRead(name, cfg.Lua()), lua.NewWrite(name, cfg.Lua())
+	reads, writes := core.Scope{Client: cc, Kind: r.Kind()}, core.Scope{Client: cc, Kind: w.Kind()}
+	rp, wp := &readProtocol{r, writes}, &writeProtocol{w, reads, writes}
 	return &Lock{
-		read:  engine.New(cc, name, readScope, cfg, rp),
-		write: engine.New(cc, name, writeScope, cfg, wp),
+		read:  engine.New(cc, name, cfg, rp),
+		write: engine.New(cc, name, cfg, wp),
 		p:     wp.Write,
 	}
 }
@@ -57,7 +52,7 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 // under a write lease of this lock, a read is admitted at once.
 type readProtocol struct {
 	*lua.Read
-	writes scope
+	writes core.Scope
 }
 
 // Try admits a read under a write lease of this lock at once (the script
@@ -73,7 +68,7 @@ func (p *readProtocol) Try(ctx context.Context, c rueidis.Client, owner string, 
 // under a read lease of this lock, and no write lease, a write is refused.
 type writeProtocol struct {
 	*lua.Write
-	reads, writes scope
+	reads, writes core.Scope
 }
 
 // Try refuses an upgrade of a read to a write; any other attempt goes as

@@ -21,9 +21,6 @@ const maxPermits = lua.MaxPermits
 // entry in Redis, renewed one by one.
 const maxWeight = lua.MaxPermitsPerLease
 
-// scope tells a Client's semaphores apart from its other locks (nothing
-// re-enters a semaphore: its protocol is not Reentrant).
-type scope struct{ c *core.Client }
 
 // bound lets quorum find the semaphore's Client (a permit draws no fencing
 // token, so there is no counter for it to raise). Embedded under this
@@ -61,7 +58,7 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Semaph
 // engine is the engine of leases of n permits. The protocol is Redisson's
 // RPermitExpirableSemaphore.
 func (s *Semaphore) engine(n int, cfg core.LockConfig) *engine.Engine {
-	return engine.New(s.c, s.s.Name(), scope{s.c}, cfg, s.s.Weighted(n))
+	return engine.New(s.c, s.s.Name(), cfg, s.s.Weighted(n))
 }
 
 // Name is the semaphore's name, the Redis key of its available permits.

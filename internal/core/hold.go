@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/access"
@@ -31,7 +32,7 @@ type HoldConfig struct {
 	Owner string
 	// Scope tells locks of different kinds apart for reentrancy: a Lease
 	// carries its hold in its context under (Scope, Name).
-	Scope any
+	Scope Scope
 	// TTL is the lease time Redis was given.
 	TTL time.Duration
 	// Renew is the script the Keeper runs every round to extend a watchdog
@@ -89,8 +90,24 @@ type Hold struct {
 
 var _ access.Hold = (*Hold)(nil)
 
+// Scope is what a lease re-enters besides its lock's name: locks of one kind
+// (Kind, as lua.Protocol names it) made from one Client, or one lock made of
+// other locks (Group, an id of its own).
+type Scope struct {
+	Client *Client
+	Kind   string
+	Group  uint64
+}
+
+// groups draws the ids of Scope.Group.
+var groups atomic.Uint64
+
+// NewGroupScope returns the scope of a new lock made of other locks: no
+// other lock's leases re-enter it.
+func NewGroupScope() Scope { return Scope{Kind: "group", Group: groups.Add(1)} }
+
 // NewHold returns a held Hold with no Lease yet. Hand it to Keeper.Track, then
-// create its first Lease with NewLease. cfg.Scope must be comparable.
+// create its first Lease with NewLease.
 func NewHold(cfg HoldConfig) *Hold {
 	h := &Hold{cfg: cfg}
 	if cfg.Observer != nil {
@@ -208,7 +225,7 @@ func (c *holdContext) Value(key any) any {
 // HoldFrom returns the hold that ctx carries for the lock (scope, name), nil
 // when ctx carries none or that hold has ended. The engine calls it to detect
 // a reentrant acquisition.
-func HoldFrom(ctx context.Context, scope any, name string) *Hold {
+func HoldFrom(ctx context.Context, scope Scope, name string) *Hold {
 	for c, _ := ctx.Value(holdKey{}).(*holdContext); c != nil; c, _ = c.parent.Value(holdKey{}).(*holdContext) {
 		if h := c.hold; h.cfg.Name == name && h.cfg.Scope == scope {
 			if !h.Held() {

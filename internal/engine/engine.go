@@ -35,7 +35,7 @@ const (
 type Engine struct {
 	client *core.Client // nil when the lock was made with a nil Client
 	name   string
-	scope  any // tells lock kinds apart for reentrancy (comparable)
+	scope  core.Scope // leases re-enter locks of the same scope and name
 	cfg    core.LockConfig
 	proto  lua.Protocol
 	clock  clock
@@ -48,10 +48,10 @@ type Engine struct {
 }
 
 // New returns the engine of the lock name on c, of the kind p, configured by
-// cfg. scope must be comparable: leases re-enter only locks of the same scope
-// and name. c may be nil: every call then fails with lease.ErrInvalid.
-func New(c *core.Client, name string, scope any, cfg core.LockConfig, p lua.Protocol) *Engine {
-	e := &Engine{client: c, name: name, scope: scope, cfg: cfg, proto: p, clock: realClock{}, reentrant: p.Reentrant()}
+// cfg. Leases re-enter only locks of the same kind and Client and name. c may
+// be nil: every call then fails with lease.ErrInvalid.
+func New(c *core.Client, name string, cfg core.LockConfig, p lua.Protocol) *Engine {
+	e := &Engine{client: c, name: name, scope: core.Scope{Client: c, Kind: p.Kind()}, cfg: cfg, proto: p, clock: realClock{}, reentrant: p.Reentrant()}
 	if w := p.Weight(); w > 0 {
 		e.watchOpts = []hub.WatchOption{hub.Counted(w)}
 	}

@@ -199,7 +199,7 @@ func newRig(t *testing.T) *rig {
 	c := core.NewClient(nil, false, false, core.Options{Watchdog: time.Hour})
 	t.Cleanup(c.Close)
 	r := &rig{clock: newFakeClock(), hub: newFakeHub(), proto: newFakeProtocol(), c: c}
-	r.e = New(c, "job", "scope", core.LockConfig{LeaseTime: time.Hour, Options: core.Options{Watchdog: time.Hour}}, r.proto)
+	r.e = New(c, "job", core.LockConfig{LeaseTime: time.Hour, Options: core.Options{Watchdog: time.Hour}}, r.proto)
 	r.e.clock, r.e.watch = r.clock, r.hub
 	return r
 }
@@ -481,7 +481,7 @@ func (permitProtocol) Weight() int     { return 3 }
 // Weight, are registered with the hub as Counted.
 func TestNonReentrantTakesAnotherHold(t *testing.T) {
 	r := newRig(t)
-	r.e = New(r.c, "job", "scope", core.LockConfig{LeaseTime: time.Hour, Options: core.Options{Watchdog: time.Hour}}, permitProtocol{r.proto})
+	r.e = New(r.c, "job", core.LockConfig{LeaseTime: time.Hour, Options: core.Options{Watchdog: time.Hour}}, permitProtocol{r.proto})
 	r.e.clock, r.e.watch = r.clock, r.hub
 	r.proto.answers <- answer{g: lua.Grant{Acquired: true}}
 	outer := held(t, r.acquire(context.Background()))
