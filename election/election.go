@@ -11,7 +11,6 @@ import (
 	"github.com/leasehold/leasehold/lease"
 )
 
-
 // Election is one election, on one name, as one Client takes part in it. Its
 // methods are safe for concurrent use. Its constructor does not fail: bad
 // input is reported by the first call.

@@ -11,7 +11,6 @@ import (
 	"github.com/leasehold/leasehold/lease"
 )
 
-
 // bound lets quorum find the lock's Client and raise its fencing counter.
 // Embedded under this unexported name, it adds nothing to Lock's godoc.
 type bound = engine.Bound

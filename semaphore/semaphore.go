@@ -21,7 +21,6 @@ const maxPermits = lua.MaxPermits
 // entry in Redis, renewed one by one.
 const maxWeight = lua.MaxPermitsPerLease
 
-
 // bound lets quorum find the semaphore's Client (a permit draws no fencing
 // token, so there is no counter for it to raise). Embedded under this
 // unexported name, it adds nothing to godoc.
