@@ -1,12 +1,9 @@
 package core
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/access"
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
 )
@@ -87,24 +84,4 @@ func NewLockOption(name string, only Takes, f func(*LockConfig)) LockOption {
 // (Redisson's threadWaitTime).
 const DefaultQueueTimeout = 5 * time.Second
 
-// NewFuture returns a Future for acquire and the function that runs it; the
-// caller runs it exactly once, in a goroutine it waits for. A lease won
-// after Cancel, or never taken by Result, is released within ReleaseTimeout.
-func NewFuture(ctx context.Context, acquire func(context.Context) (*lease.Lease, error)) (*lease.Future, func()) {
-	f, run := access.NewFuture(ctx, acquire, func(l *lease.Lease) {
-		ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
-		defer cancel()
-		_ = l.Release(ctx) // best effort: a failed release lets the lease run out
-	})
-	return (*lease.Future)(f), run
-}
 
-// CtxErr is the error of operation op on the lock name whose ctx ended: it
-// wraps ctx.Err(), and the last attempt's error if there was one (errors.Is finds
-// either: a RedLock that ran out of time says it was not acquired).
-func CtxErr(ctx context.Context, op, name string, last error) error {
-	if last != nil && !errors.Is(last, ctx.Err()) {
-		return Errorf(op, name, "%w (last attempt: %w)", ctx.Err(), last)
-	}
-	return Errorf(op, name, "%w", ctx.Err())
-}

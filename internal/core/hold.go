@@ -116,10 +116,6 @@ func NewHold(cfg HoldConfig) *Hold {
 	return h
 }
 
-// Errorf returns the *lease.Error of operation op on the lock name.
-func Errorf(op, name, format string, args ...any) error {
-	return &lease.Error{Op: op, Name: name, Err: fmt.Errorf(format, args...)}
-}
 
 // observe tells the hold's observer, if any.
 func (h *Hold) observe(e lease.Event) {

@@ -1,0 +1,20 @@
+package core
+
+import (
+	"context"
+
+	"github.com/leasehold/leasehold/internal/access"
+	"github.com/leasehold/leasehold/lease"
+)
+
+// NewFuture returns a Future for acquire and the function that runs it; the
+// caller runs it exactly once, in a goroutine it waits for. A lease won
+// after Cancel, or never taken by Result, is released within ReleaseTimeout.
+func NewFuture(ctx context.Context, acquire func(context.Context) (*lease.Lease, error)) (*lease.Future, func()) {
+	f, run := access.NewFuture(ctx, acquire, func(l *lease.Lease) {
+		ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
+		defer cancel()
+		_ = l.Release(ctx) // best effort: a failed release lets the lease run out
+	})
+	return (*lease.Future)(f), run
+}
