@@ -83,5 +83,3 @@ func NewLockOption(name string, only Takes, f func(*LockConfig)) LockOption {
 // queue without refreshing it, when WithQueueTimeout is not given
 // (Redisson's threadWaitTime).
 const DefaultQueueTimeout = 5 * time.Second
-
-

@@ -116,7 +116,6 @@ func NewHold(cfg HoldConfig) *Hold {
 	return h
 }
 
-
 // observe tells the hold's observer, if any.
 func (h *Hold) observe(e lease.Event) {
 	if h.cfg.Observer != nil {
