@@ -65,21 +65,38 @@ type span struct {
 // their overlap with the new holders (until each learns of the loss at its
 // next renewal) is reported as Carried.
 func CheckBound(in BoundInput) *Bound {
-	b := &Bound{}
-	generation := func(t Mono) int {
-		n := 0
-		for _, r := range in.Restarts {
-			if r <= t {
-				n++
-			}
+	c := &boundCheck{in: in, b: &Bound{}}
+	c.sections()
+	c.killed()
+	c.carried()
+	c.sweep()
+	return c.b
+}
+
+// boundCheck is CheckBound's replay: its input, the spans read from it, and
+// the bound it fills in.
+type boundCheck struct {
+	in    BoundInput
+	spans []span
+	b     *Bound
+}
+
+// generation is the server lifetime t falls in: the restarts by then.
+func (c *boundCheck) generation(t Mono) int {
+	n := 0
+	for _, r := range c.in.Restarts {
+		if r <= t {
+			n++
 		}
-		return n
 	}
-	var spans []span
-	recorded := make(map[string]bool, len(in.Sections))
-	drift := in.Lease/50 + 2*time.Millisecond
-	for _, s := range in.Sections {
-		recorded[s.ID] = true
+	return n
+}
+
+// sections adds the recorded sections' spans, each cut at its permit's
+// possible expiry, and reports the writes issued past it as Late.
+func (c *boundCheck) sections() {
+	drift := c.in.Lease/50 + 2*time.Millisecond
+	for _, s := range c.in.Sections {
 		to := s.End()
 		if s.Deadline != 0 && s.Deadline.Add(drift) < to {
 			to = s.Deadline.Add(drift)
@@ -90,44 +107,60 @@ func CheckBound(in BoundInput) *Bound {
 				limit = s.Lost
 			}
 			if w.Accepted && w.Issued > limit {
-				b.Late = append(b.Late, fmt.Sprintf("%s: %s write issued %v after its permit could expire was accepted",
+				c.b.Late = append(c.b.Late, fmt.Sprintf("%s: %s write issued %v after its permit could expire was accepted",
 					s.ID, w.Phase, w.Issued.Sub(limit)))
 			}
 		}
-		spans = append(spans, span{s.ID, s.Enter, to, generation(s.Enter)})
+		c.spans = append(c.spans, span{s.ID, s.Enter, to, c.generation(s.Enter)})
 	}
-	for _, e := range in.Log {
-		at, killed := in.Killed[process(e.Holder)]
+}
+
+// killed adds the spans of killed processes' last sections, which left no
+// record: from their enter write in the log to the kill.
+func (c *boundCheck) killed() {
+	recorded := make(map[string]bool, len(c.in.Sections))
+	for _, s := range c.in.Sections {
+		recorded[s.ID] = true
+	}
+	for _, e := range c.in.Log {
+		at, killed := c.in.Killed[process(e.Holder)]
 		if e.Phase == "enter" && killed && !recorded[e.Holder] {
-			spans = append(spans, span{e.Holder + " (killed)", e.Issued, at, generation(e.Issued)})
+			c.spans = append(c.spans, span{e.Holder + " (killed)", e.Issued, at, c.generation(e.Issued)})
 		}
 	}
+}
 
-	for _, s := range spans {
-		for _, r := range in.Restarts {
+// carried counts the spans that a restart fell within.
+func (c *boundCheck) carried() {
+	for _, s := range c.spans {
+		for _, r := range c.in.Restarts {
 			if s.from < r && r < s.to {
-				b.Carried++
-				b.CarriedFor = max(b.CarriedFor, s.to.Sub(r))
+				c.b.Carried++
+				c.b.CarriedFor = max(c.b.CarriedFor, s.to.Sub(r))
 			}
 		}
 	}
+}
 
-	// Sweep each server lifetime's spans in time order: an end before a
-	// start at the same instant.
-	type edge struct {
-		at    Mono
-		delta int
-		gen   int
-	}
-	edges := make([]edge, 0, 2*len(spans))
-	for _, s := range spans {
+// edge is a span's start (delta 1) or end (delta -1) in server lifetime gen.
+type edge struct {
+	at    Mono
+	delta int
+	gen   int
+}
+
+// sweep counts each server lifetime's spans in time order, an end before a
+// start at the same instant, for Most and Over.
+func (c *boundCheck) sweep() {
+	edges := make([]edge, 0, 2*len(c.spans))
+	for _, s := range c.spans {
 		if s.to > s.from {
 			edges = append(edges, edge{s.from, 1, s.generation}, edge{s.to, -1, s.generation})
 		}
 	}
 	slices.SortFunc(edges, func(x, y edge) int {
-		if c := cmp.Compare(x.at, y.at); c != 0 {
-			return c
+		if d := cmp.Compare(x.at, y.at); d != 0 {
+			return d
 		}
 		return cmp.Compare(x.delta, y.delta)
 	})
@@ -135,14 +168,13 @@ func CheckBound(in BoundInput) *Bound {
 	for _, e := range edges {
 		held[e.gen] += e.delta
 		n := held[e.gen]
-		if n > b.Most {
-			b.Most, b.MostAt = n, e.at
+		if n > c.b.Most {
+			c.b.Most, c.b.MostAt = n, e.at
 		}
-		if e.delta > 0 && n > in.Permits {
-			b.Over = append(b.Over, fmt.Sprintf("at %d: %d sections held a permit of %d", e.at, n, in.Permits))
+		if e.delta > 0 && n > c.in.Permits {
+			c.b.Over = append(c.b.Over, fmt.Sprintf("at %d: %d sections held a permit of %d", e.at, n, c.in.Permits))
 		}
 	}
-	return b
 }
 
 // String is the bound's figures on one line.

@@ -80,88 +80,115 @@ func (r *Report) String() string {
 //
 // It also checks that the records and the resource's log agree.
 func Check(in Input) *Report {
-	r := &Report{Acquisitions: len(in.Sections), Waits: len(in.Waits)}
-	secs := slices.Clone(in.Sections)
-	slices.SortFunc(secs, func(a, b Section) int { return cmp.Compare(a.Enter, b.Enter) })
-
-	// refused reports whether the fence refused a write of s issued once
-	// the overlap had begun, at from.
-	refused := func(s *Section, from Mono) bool {
-		for _, w := range s.Writes {
-			if !w.Accepted && w.Err == "" && w.Issued >= from {
-				return true
-			}
-		}
-		return false
+	c := &checker{in: in, r: &Report{Acquisitions: len(in.Sections), Waits: len(in.Waits)}}
+	c.secs = slices.Clone(in.Sections)
+	slices.SortFunc(c.secs, func(a, b Section) int { return cmp.Compare(a.Enter, b.Enter) })
+	for i := range c.secs {
+		c.writes(&c.secs[i])
+		c.overlaps(i)
 	}
-	for i := range secs {
-		a := &secs[i]
-		if a.Lost != 0 {
-			r.Lost++
+	c.order()
+	c.agree()
+	c.waits()
+	return c.r
+}
+
+// checker is Check's replay: its input, the sections sorted by entry, and
+// the report it fills in.
+type checker struct {
+	in   Input
+	secs []Section
+	r    *Report
+}
+
+// writes counts a's loss and writes, and checks property 4: the lease was
+// lost before a write was issued, and yet the resource took it.
+func (c *checker) writes(a *Section) {
+	if a.Lost != 0 {
+		c.r.Lost++
+	}
+	for _, w := range a.Writes {
+		c.r.Writes++
+		if !w.Accepted && w.Err == "" {
+			c.r.Refused++
 		}
-		for _, w := range a.Writes {
-			r.Writes++
-			if !w.Accepted && w.Err == "" {
-				r.Refused++
-			}
-			// 4. The lease was lost before the write was issued, and yet
-			// the resource took it.
-			if a.Lost != 0 && w.Issued > a.Lost && w.Accepted {
-				r.AfterLoss = append(r.AfterLoss, fmt.Sprintf("%s token %d: %s write issued %v after its lease was lost was accepted",
-					a.ID, a.Token, w.Phase, w.Issued.Sub(a.Lost)))
-			}
-		}
-		// 1. Sections are sorted by entry: every later one that entered
-		// before a ended overlaps it.
-		for j := i + 1; j < len(secs) && secs[j].Enter < a.End(); j++ {
-			b := &secs[j]
-			r.Overlaps++
-			lower := a
-			if b.Token < a.Token {
-				lower = b
-			}
-			if a.Token != b.Token && refused(lower, b.Enter) {
-				r.Guarded++
-				continue
-			}
-			r.Unguarded = append(r.Unguarded, fmt.Sprintf("%s token %d [%d, %d] and %s token %d [%d, %d] overlap by %v; the fence refused neither",
-				a.ID, a.Token, a.Enter, a.End(), b.ID, b.Token, b.Enter, b.End(), a.End().Sub(b.Enter)))
+		if a.Lost != 0 && w.Issued > a.Lost && w.Accepted {
+			c.r.AfterLoss = append(c.r.AfterLoss, fmt.Sprintf("%s token %d: %s write issued %v after its lease was lost was accepted",
+				a.ID, a.Token, w.Phase, w.Issued.Sub(a.Lost)))
 		}
 	}
+}
 
-	// 2. The resource's order. Writes are logged under their section's
-	// name, so a token handed to two sections shows.
+// overlaps checks property 1 for section i. Sections are sorted by entry:
+// every later one that entered before it ended overlaps it.
+func (c *checker) overlaps(i int) {
+	a := &c.secs[i]
+	for j := i + 1; j < len(c.secs) && c.secs[j].Enter < a.End(); j++ {
+		b := &c.secs[j]
+		c.r.Overlaps++
+		lower := a
+		if b.Token < a.Token {
+			lower = b
+		}
+		if a.Token != b.Token && refusedSince(lower, b.Enter) {
+			c.r.Guarded++
+			continue
+		}
+		c.r.Unguarded = append(c.r.Unguarded, fmt.Sprintf("%s token %d [%d, %d] and %s token %d [%d, %d] overlap by %v; the fence refused neither",
+			a.ID, a.Token, a.Enter, a.End(), b.ID, b.Token, b.Enter, b.End(), a.End().Sub(b.Enter)))
+	}
+}
+
+// refusedSince reports whether the fence refused a write of s issued once
+// the overlap had begun, at from.
+func refusedSince(s *Section, from Mono) bool {
+	for _, w := range s.Writes {
+		if !w.Accepted && w.Err == "" && w.Issued >= from {
+			return true
+		}
+	}
+	return false
+}
+
+// order checks property 2, the resource's order. Writes are logged under
+// their section's name, so a token handed to two sections shows.
+func (c *checker) order() {
 	holderOf := make(map[uint64]string)
 	var high uint64
-	for i, e := range in.Log {
+	for i, e := range c.in.Log {
 		if e.Token < high {
-			r.Order = append(r.Order, fmt.Sprintf("log entry %d: token %d accepted after %d", i, e.Token, high))
+			c.r.Order = append(c.r.Order, fmt.Sprintf("log entry %d: token %d accepted after %d", i, e.Token, high))
 		}
 		high = max(high, e.Token)
 		if h, ok := holderOf[e.Token]; ok && h != e.Holder {
-			r.Order = append(r.Order, fmt.Sprintf("log entry %d: token %d accepted from sections %s and %s", i, e.Token, h, e.Holder))
+			c.r.Order = append(c.r.Order, fmt.Sprintf("log entry %d: token %d accepted from sections %s and %s", i, e.Token, h, e.Holder))
 		}
 		holderOf[e.Token] = e.Holder
 	}
+}
 
-	// The records and the log agree: each accepted write is logged once,
-	// and each logged write was recorded, unless its process was killed.
-	type key struct {
-		token     uint64
-		id, phase string
+// logKey names a logged write: its token, section and phase.
+type logKey struct {
+	token     uint64
+	id, phase string
+}
+
+// agree checks that the records and the log agree: each accepted write is
+// logged once, and each logged write was recorded, unless its process was
+// killed.
+func (c *checker) agree() {
+	logged := make(map[logKey]int)
+	for _, e := range c.in.Log {
+		logged[logKey{e.Token, e.Holder, e.Phase}]++
 	}
-	logged := make(map[key]int)
-	for _, e := range in.Log {
-		logged[key{e.Token, e.Holder, e.Phase}]++
-	}
-	for _, s := range secs {
+	for _, s := range c.secs {
 		for _, w := range s.Writes {
-			k := key{s.Token, s.ID, w.Phase}
+			k := logKey{s.Token, s.ID, w.Phase}
 			switch {
 			case w.Accepted && logged[k] != 1:
-				r.Mismatch = append(r.Mismatch, fmt.Sprintf("%s token %d: accepted %s write logged %d times", s.ID, s.Token, w.Phase, logged[k]))
+				c.r.Mismatch = append(c.r.Mismatch, fmt.Sprintf("%s token %d: accepted %s write logged %d times", s.ID, s.Token, w.Phase, logged[k]))
 			case !w.Accepted && w.Err == "" && logged[k] != 0:
-				r.Mismatch = append(r.Mismatch, fmt.Sprintf("%s token %d: refused %s write is in the log", s.ID, s.Token, w.Phase))
+				c.r.Mismatch = append(c.r.Mismatch, fmt.Sprintf("%s token %d: refused %s write is in the log", s.ID, s.Token, w.Phase))
 			}
 			delete(logged, k)
 		}
@@ -169,23 +196,24 @@ func Check(in Input) *Report {
 	for k := range logged {
 		// A write whose reply was lost (an error) may have been taken;
 		// a killed process's last section left no record.
-		if !in.Killed[process(k.id)] && !erred(secs, k.token, k.id, k.phase) {
-			r.Mismatch = append(r.Mismatch, fmt.Sprintf("%s token %d: logged %s write has no record", k.id, k.token, k.phase))
+		if !c.in.Killed[process(k.id)] && !erred(c.secs, k.token, k.id, k.phase) {
+			c.r.Mismatch = append(c.r.Mismatch, fmt.Sprintf("%s token %d: logged %s write has no record", k.id, k.token, k.phase))
 		}
 	}
+}
 
-	// 3. Waiters return by their deadline.
-	for _, w := range in.Waits {
+// waits checks property 3: waiters return by their deadline.
+func (c *checker) waits() {
+	for _, w := range c.in.Waits {
 		if !w.Acquired && strings.Contains(w.Err, "deadline exceeded") {
-			r.WaitTimeouts++
+			c.r.WaitTimeouts++
 		}
 		over := w.Returned.Sub(w.Deadline)
-		r.MaxWaitOverrun = max(r.MaxWaitOverrun, over)
-		if over > in.WaitSlack {
-			r.Late = append(r.Late, fmt.Sprintf("%s: Acquire returned %v after its deadline (%s)", w.Holder, over, w.Err))
+		c.r.MaxWaitOverrun = max(c.r.MaxWaitOverrun, over)
+		if over > c.in.WaitSlack {
+			c.r.Late = append(c.r.Late, fmt.Sprintf("%s: Acquire returned %v after its deadline (%s)", w.Holder, over, w.Err))
 		}
 	}
-	return r
 }
 
 // erred reports whether the write of section id under token in phase got an

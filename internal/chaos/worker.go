@@ -111,22 +111,13 @@ func RunWorker(cfg WorkerConfig) error {
 		return err
 	}
 	defer out.Close()
-	// One write per record, unbuffered: a worker killed with kill -9 loses
-	// at most the section it was in.
-	var outMu sync.Mutex
-	emit := func(r Record) {
-		b, _ := json.Marshal(r)
-		outMu.Lock()
-		_, _ = out.Write(append(b, '\n'))
-		outMu.Unlock()
-	}
+	w := &worker{cfg: cfg, out: out, stop: make(chan struct{})}
 
-	stop := make(chan struct{})
 	// Ends the observers' Observe with stop.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var once sync.Once
-	halt := func() { once.Do(func() { close(stop); cancel() }) }
+	halt := func() { once.Do(func() { close(w.stop); cancel() }) }
 	go watchStdin(halt)
 	limit := time.AfterFunc(cfg.Max, halt)
 	defer limit.Stop()
@@ -136,8 +127,44 @@ func RunWorker(cfg WorkerConfig) error {
 		return fmt.Errorf("resource: %w", err)
 	}
 	defer res.Close()
-	resource := NewResource(res, cfg.Name)
+	cs, err := cfg.open()
+	if err != nil {
+		return err
+	}
 
+	early := w.run(ctx, cs, res)
+	for _, c := range cs {
+		c.Close()
+	}
+	res.Close()
+	w.emit(Record{Summary: w.summary(before)})
+	if early > 0 {
+		return fmt.Errorf("%d Observe channels closed before the worker stopped", early)
+	}
+	return nil
+}
+
+// worker is a worker process: its config, its output file, and the channel
+// closed when it is told to stop.
+type worker struct {
+	cfg   WorkerConfig
+	out   *os.File
+	outMu sync.Mutex
+	stop  chan struct{}
+}
+
+// emit appends r to the output file. One write per record, unbuffered: a
+// worker killed with kill -9 loses at most the section it was in.
+func (w *worker) emit(r Record) {
+	b, _ := json.Marshal(r)
+	w.outMu.Lock()
+	_, _ = w.out.Write(append(b, '\n'))
+	w.outMu.Unlock()
+}
+
+// open opens the worker's Clients, one per rueidis option; on failure it
+// closes those it opened.
+func (cfg WorkerConfig) open() ([]*leasehold.Client, error) {
 	opts := []leasehold.Option{leasehold.WithWatchdog(cfg.Watchdog)}
 	if cfg.Replicas > 0 {
 		opts = append(opts, leasehold.WithReplicas(cfg.Replicas, cfg.ReplicaTimeout))
@@ -145,37 +172,47 @@ func RunWorker(cfg WorkerConfig) error {
 	ros := cfg.clientOptions()
 	cs := make([]*leasehold.Client, len(ros))
 	for i, ro := range ros {
+		var err error
 		if cs[i], err = leasehold.Open(ro, opts...); err != nil {
 			for _, c := range cs[:i] {
 				c.Close()
 			}
-			return fmt.Errorf("open %s: %w", ro.InitAddress, err)
+			return nil, fmt.Errorf("open %s: %w", ro.InitAddress, err)
 		}
 	}
+	return cs, nil
+}
 
+// run runs the worker goroutines and observers until the worker stops, and
+// returns how many observers' channels closed before it did.
+func (w *worker) run(ctx context.Context, cs []*leasehold.Client, res rueidis.Client) int32 {
+	cfg := w.cfg
+	resource := NewResource(res, cfg.Name)
 	var wg sync.WaitGroup
 	for g := 0; g < cfg.Goroutines; g++ {
 		wg.Go(func() {
 			holder := cfg.Process + "/g" + strconv.Itoa(g)
-			w := &goroutine{cfg: cfg, holder: holder, locker: cfg.locker(cs, res, holder),
-				resource: resource, emit: emit, stop: stop}
-			w.loop()
+			gr := &goroutine{cfg: cfg, holder: holder, locker: cfg.locker(cs, res, holder),
+				resource: resource, emit: w.emit, stop: w.stop}
+			gr.loop()
 		})
 	}
 	var early atomic.Int32 // observers whose channel closed before the worker stopped
 	for o := 0; o < cfg.Observers; o++ {
 		wg.Go(func() {
-			if !observe(ctx, election.New(cs[0], cfg.Name), cfg.Process+"/o"+strconv.Itoa(o), emit) {
+			if !observe(ctx, election.New(cs[0], cfg.Name), cfg.Process+"/o"+strconv.Itoa(o), w.emit) {
 				early.Add(1)
 			}
 		})
 	}
 	wg.Wait()
-	for _, c := range cs {
-		c.Close()
-	}
-	res.Close()
-	sum := &Summary{Process: cfg.Process}
+	return early.Load()
+}
+
+// summary is the worker's last record, once its Clients are closed: the
+// goroutines started since before that are still running.
+func (w *worker) summary(before goleak.Option) *Summary {
+	sum := &Summary{Process: w.cfg.Process}
 	// Every goroutine the Clients started must have ended with Close; only
 	// the one reading stdin (left blocked if Max stopped us) may remain. A
 	// cluster client that refreshed its slot map (after a failover) closes
@@ -189,13 +226,8 @@ func RunWorker(cfg WorkerConfig) error {
 		if err != nil {
 			sum.Leaked, sum.LeakInfo = countGoroutines(err.Error()), err.Error()
 		}
-		break
+		return sum
 	}
-	emit(Record{Summary: sum})
-	if n := early.Load(); n > 0 {
-		return fmt.Errorf("%d Observe channels closed before the worker stopped", n)
-	}
-	return nil
 }
 
 // observe records every report Observe sends on its channel until ctx ends.

@@ -69,9 +69,25 @@ func StartSentinel(tb testing.TB) *Sentinel {
 	for range 2 {
 		s.Nodes = append(s.Nodes, Start(tb, nodeArgs(primary)...))
 	}
+	ports, ids := sentinelIDs(tb, 3)
+	for i := range ports {
+		s.Sentinels = append(s.Sentinels, s.startSentinel(i, ports, ids))
+	}
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Log(s.Log())
+		}
+	})
+	s.AwaitReady(30 * time.Second)
+	return s
+}
 
-	ports := make([]int, 3)
-	ids := make([]string, 3)
+// sentinelIDs picks n distinct free ports and n random run IDs for the
+// Sentinels.
+func sentinelIDs(tb testing.TB, n int) (ports []int, ids []string) {
+	tb.Helper()
+	ports = make([]int, n)
+	ids = make([]string, n)
 	for i := range ports {
 		for ports[i] == 0 || slices.Contains(ports[:i], ports[i]) {
 			p, err := FreePort()
@@ -84,46 +100,50 @@ func StartSentinel(tb testing.TB) *Sentinel {
 		_, _ = rand.Read(id)
 		ids[i] = hex.EncodeToString(id)
 	}
-	for i := range ports {
-		// The Sentinels are told of each other and of the replicas, as a
-		// Sentinel's rewritten config would: otherwise they find each other
-		// by hello messages every 2s, and the replicas at the primary's
-		// next INFO.
-		var conf strings.Builder
-		fmt.Fprintf(&conf, "sentinel myid %s\n", ids[i])
-		conf.WriteString("sentinel resolve-hostnames no\n")
-		fmt.Fprintf(&conf, "sentinel monitor %s 127.0.0.1 %d 2\n", MasterSet, primary.Port())
-		fmt.Fprintf(&conf, "sentinel down-after-milliseconds %s %d\n", MasterSet, downAfter.Milliseconds())
-		fmt.Fprintf(&conf, "sentinel failover-timeout %s %d\n", MasterSet, failoverTimeout.Milliseconds())
-		fmt.Fprintf(&conf, "sentinel parallel-syncs %s 2\n", MasterSet)
-		for _, r := range s.Nodes[1:] {
-			fmt.Fprintf(&conf, "sentinel known-replica %s 127.0.0.1 %d\n", MasterSet, r.Port())
-		}
-		for j := range ports {
-			if j != i {
-				fmt.Fprintf(&conf, "sentinel known-sentinel %s 127.0.0.1 %d %s\n", MasterSet, ports[j], ids[j])
-			}
-		}
-		dir := tb.TempDir()
-		path := filepath.Join(dir, "sentinel.conf")
-		if err := os.WriteFile(path, []byte(conf.String()), 0o644); err != nil {
-			tb.Fatalf("redistest: %v", err)
-		}
-		// notice: the log then tells every step of a failover.
-		sn := &Server{tb: tb, port: ports[i], conf: path, dir: dir, args: []string{"--sentinel", "--loglevel", "notice"}}
-		if err := sn.start(); err != nil {
-			tb.Fatalf("redistest: sentinel %d: %v", i, err)
-		}
-		tb.Cleanup(sn.Stop)
-		s.Sentinels = append(s.Sentinels, sn)
+	return ports, ids
+}
+
+// sentinelConf is the config of Sentinel i of those at ports with ids,
+// monitoring s's primary. The Sentinels are told of each other and of the
+// replicas, as a Sentinel's rewritten config would: otherwise they find each
+// other by hello messages every 2s, and the replicas at the primary's next
+// INFO.
+func (s *Sentinel) sentinelConf(i int, ports []int, ids []string) string {
+	var conf strings.Builder
+	fmt.Fprintf(&conf, "sentinel myid %s\n", ids[i])
+	conf.WriteString("sentinel resolve-hostnames no\n")
+	fmt.Fprintf(&conf, "sentinel monitor %s 127.0.0.1 %d 2\n", MasterSet, s.Nodes[0].Port())
+	fmt.Fprintf(&conf, "sentinel down-after-milliseconds %s %d\n", MasterSet, downAfter.Milliseconds())
+	fmt.Fprintf(&conf, "sentinel failover-timeout %s %d\n", MasterSet, failoverTimeout.Milliseconds())
+	fmt.Fprintf(&conf, "sentinel parallel-syncs %s 2\n", MasterSet)
+	for _, r := range s.Nodes[1:] {
+		fmt.Fprintf(&conf, "sentinel known-replica %s 127.0.0.1 %d\n", MasterSet, r.Port())
 	}
-	tb.Cleanup(func() {
-		if tb.Failed() {
-			tb.Log(s.Log())
+	for j := range ports {
+		if j != i {
+			fmt.Fprintf(&conf, "sentinel known-sentinel %s 127.0.0.1 %d %s\n", MasterSet, ports[j], ids[j])
 		}
-	})
-	s.AwaitReady(30 * time.Second)
-	return s
+	}
+	return conf.String()
+}
+
+// startSentinel writes the config of Sentinel i of those at ports with ids
+// and starts it, to be stopped when the test ends.
+func (s *Sentinel) startSentinel(i int, ports []int, ids []string) *Server {
+	tb := s.tb
+	tb.Helper()
+	dir := tb.TempDir()
+	path := filepath.Join(dir, "sentinel.conf")
+	if err := os.WriteFile(path, []byte(s.sentinelConf(i, ports, ids)), 0o644); err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	// notice: the log then tells every step of a failover.
+	sn := &Server{tb: tb, port: ports[i], conf: path, dir: dir, args: []string{"--sentinel", "--loglevel", "notice"}}
+	if err := sn.start(); err != nil {
+		tb.Fatalf("redistest: sentinel %d: %v", i, err)
+	}
+	tb.Cleanup(sn.Stop)
+	return sn
 }
 
 // nodeArgs are the arguments of a data node, a replica of primary unless nil.
