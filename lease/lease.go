@@ -38,7 +38,7 @@ func (l *Lease) Token() uint64 { return l.state().Token() }
 // Context carries the values of the context the lease was acquired with, and
 // this lease for reentrancy. It is cancelled when the lease is lost or
 // released, not when the acquiring context ends; context.Cause tells which.
-func (l *Lease) Context() context.Context { return l.state().Context() }
+func (l *Lease) Context() context.Context { return l.state().Context(errReleased) }
 
 // Lost is closed when the lease is lost: renewal found another owner, no
 // renewal was confirmed before the lease ran out, or the Client closed. The

@@ -49,7 +49,6 @@ type Lease struct {
 	mu     sync.Mutex
 	ctx    context.Context // made on first use
 	cancel context.CancelCauseFunc
-	cause  error // why ctx ended by Release; nil while not released
 }
 
 // NewLease returns a Lease on h, acquired under parent.
@@ -64,14 +63,15 @@ func (l *Lease) Hold() Hold { return l.hold }
 func (l *Lease) Token() uint64 { return l.token }
 
 // Context is the lease's context, made on first use: the hold's, with the
-// values of the acquiring context, cancelled by Cancel too.
-func (l *Lease) Context() context.Context {
+// values of the acquiring context, cancelled by Cancel too (with released
+// as the cause when the lease was released before the context was made).
+func (l *Lease) Context(released error) context.Context {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ctx == nil {
 		l.ctx, l.cancel = context.WithCancelCause(l.hold.Context(l.parent))
-		if l.cause != nil {
-			l.cancel(l.cause)
+		if l.released.Load() {
+			l.cancel(released)
 		}
 	}
 	return l.ctx
@@ -87,11 +87,11 @@ func (l *Lease) Unclaim() { l.released.Store(false) }
 // Release gives up the lease's share of its hold (see Hold.Release).
 func (l *Lease) Release(ctx context.Context) error { return l.hold.Release(ctx, l.token, l.since) }
 
-// Cancel cancels the lease's context with cause, now or when it is made.
+// Cancel cancels the lease's context with cause, if it was made; one made
+// later is cancelled as it is made (see Context).
 func (l *Lease) Cancel(cause error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.cause = cause
 	if l.cancel != nil {
 		l.cancel(cause)
 	}

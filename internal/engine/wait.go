@@ -18,7 +18,7 @@ import (
 // never on a fixed interval.
 type waiting struct {
 	e     *Engine
-	c     *call
+	c     call // a copy: its attempts count on, and the caller reads them back
 	owner string
 	w     waiter
 	// ready is the subscription's confirmation while one more attempt is
@@ -33,10 +33,13 @@ type waiting struct {
 }
 
 // wait runs attempts under owner until one holds the lock, c's ctx ends or
-// the Client closes. mark, g and err are the first attempt's: the channel's
-// mark taken before it, its grant and its error.
+// the Client closes, and counts them in c. mark, g and err are the first
+// attempt's: the channel's mark taken before it, its grant and its error.
 func (e *Engine) wait(c *call, owner string, mark hub.Mark, g lua.Grant, err error) (*lease.Lease, error) {
-	s := &waiting{e: e, c: c, owner: owner, last: err, b: retry.Backoff(10*time.Millisecond, time.Second)}
+	// c is copied in, not pointed to: a pointer kept in the waiting state
+	// would move every call to the heap, the ones that never wait too.
+	s := &waiting{e: e, c: *c, owner: owner, last: err, b: retry.Backoff(10*time.Millisecond, time.Second)}
+	defer func() { c.attempts = s.c.attempts }()
 	if rerr := s.register(); rerr != nil {
 		return nil, rerr
 	}
