@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -57,7 +58,10 @@ type span struct {
 // acting (its exit, or the loss of its lease) or its permit could expire in
 // Redis, whichever came first: its lease's local deadline plus the drift
 // margin the holder keeps (the deadline runs from when the last confirmed
-// renewal was sent, less lease/50 + 2ms). After that Redis may give the
+// renewal was sent, less lease/50 + 2ms), less the millisecond of Redis'
+// clock (a permit's expiry is TIME in whole milliseconds plus the lease, and
+// it is given back once TIME reaches it: up to 1ms before the lease has run
+// from the renewal; the holder's margin covers it). After that Redis may give the
 // permit to another, and a write the holder issues then is Late, not a
 // breach of the bound. The last section of a killed process runs from its
 // enter write to the kill. Sections are counted within the server lifetime
@@ -95,7 +99,8 @@ func (c *boundCheck) generation(t Mono) int {
 // sections adds the recorded sections' spans, each cut at its permit's
 // possible expiry, and reports the writes issued past it as Late.
 func (c *boundCheck) sections() {
-	drift := c.in.Lease/50 + 2*time.Millisecond
+	// The holder's drift margin, less the millisecond of Redis' clock.
+	drift := c.in.Lease/50 + 2*time.Millisecond - time.Millisecond
 	for _, s := range c.in.Sections {
 		to := s.End()
 		if s.Deadline != 0 && s.Deadline.Add(drift) < to {
@@ -172,9 +177,21 @@ func (c *boundCheck) sweep() {
 			c.b.Most, c.b.MostAt = n, e.at
 		}
 		if e.delta > 0 && n > c.in.Permits {
-			c.b.Over = append(c.b.Over, fmt.Sprintf("at %d: %d sections held a permit of %d", e.at, n, c.in.Permits))
+			c.b.Over = append(c.b.Over, fmt.Sprintf("at %d: %d sections held a permit of %d:%s", e.at, n, c.in.Permits, c.open(e)))
 		}
 	}
+}
+
+// open names the spans of e's server lifetime open at e, and how long
+// before and after e each runs, to tell which sections broke the bound.
+func (c *boundCheck) open(e edge) string {
+	var b strings.Builder
+	for _, s := range c.spans {
+		if s.generation == e.gen && s.from <= e.at && e.at < s.to {
+			fmt.Fprintf(&b, " %s (%v before, %v after)", s.id, e.at.Sub(s.from), s.to.Sub(e.at))
+		}
+	}
+	return b.String()
 }
 
 // String is the bound's figures on one line.
