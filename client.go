@@ -7,7 +7,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold/internal/core"
-	"github.com/leasehold/leasehold/internal/hub"
 	"github.com/leasehold/leasehold/lease"
 )
 
@@ -37,13 +36,13 @@ func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	// rueidis takes the hook at creation, before the hub exists: route
-	// through a pointer set once the hub is made. Nothing is tracked before.
-	var current atomic.Pointer[hub.Hub]
+	// rueidis takes the hook at creation, before the Client exists: route
+	// through a pointer set once it is made. Nothing is tracked before.
+	var current atomic.Pointer[core.Client]
 	user := opt.OnInvalidations
 	opt.OnInvalidations = func(keys []rueidis.RedisMessage) {
-		if h := current.Load(); h != nil {
-			h.Invalidate(keys)
+		if c := current.Load(); c != nil {
+			c.Invalidate(keys)
 		}
 		if user != nil {
 			user(keys)
@@ -66,7 +65,7 @@ func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 		rc.Close()
 		return nil, err
 	}
-	current.Store(c.core().Hub())
+	current.Store(c.core())
 	return c, nil
 }
 

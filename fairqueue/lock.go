@@ -78,7 +78,9 @@ func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) { return l.
 
 // ForceRelease deletes the lock whoever holds it and tells the head of the
 // queue, for operators; the queue itself stays. It reports whether there was
-// a lock to delete. The holder learns of the loss at its next renewal.
+// a lock to delete. The holder hears of the loss at once (Lost closes within
+// a round trip or two) on a Client made by Open with client-side caching on,
+// else at its next renewal.
 func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
 	rc, err := l.e.Redis("force-release")
 	if err != nil {

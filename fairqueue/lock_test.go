@@ -271,10 +271,18 @@ func TestInspection(t *testing.T) {
 		t.Fatalf("ForceRelease = %v, %v", freed, err)
 	}
 	got := await(t, waiting, 2*time.Second, "waiter after ForceRelease")
-	// The holder does not know yet: a re-entry finds the lock gone, reports
-	// the lease lost, and leaves no place in the queue nobody would keep.
+	// The holder hears of it at once (an invalidation of the lock key,
+	// confirmed by a read), not at its next renewal 10s away; a re-entry
+	// under its context then fails and leaves no place in the queue.
+	select {
+	case <-ls.Lost():
+	case <-time.After(2 * time.Second):
+		t.Fatal("the holder did not hear of the force release")
+	}
 	_, err = fairqueue.New(other, "inspected").Acquire(ls.Context())
-	wantErr(t, err, lease.ErrLost)
+	if err == nil || !errors.Is(context.Cause(ls.Context()), lease.ErrLost) {
+		t.Fatalf("re-entry under a lost lease: %v (cause %v), want an error and ErrLost", err, context.Cause(ls.Context()))
+	}
 	if q := queue(t, srv, "inspected"); len(q) != 0 {
 		t.Fatalf("a failed re-entry queued: %v", q)
 	}

@@ -72,8 +72,9 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) { return l.e.HoldCoun
 func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) { return l.e.RemainTTL(ctx) }
 
 // ForceRelease deletes the lock whoever holds it and wakes its waiters, for
-// operators. It reports whether there was a lock to delete. The holder learns
-// of the loss at its next renewal.
+// operators. It reports whether there was a lock to delete. The holder hears
+// of the loss at once (Lost closes within a round trip or two) on a Client
+// made by Open with client-side caching on, else at its next renewal.
 func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
 	rc, err := l.e.Redis("force-release")
 	if err != nil {

@@ -121,7 +121,9 @@ func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) { return l.
 
 // ForceRelease deletes the lock whoever holds it, for read or write, and
 // wakes every waiter, for operators. It reports whether there was a lock to
-// delete. The holders learn of the loss at their next renewal.
+// delete. The holders hear of the loss at once (Lost closes within a round
+// trip or two) on Clients made by Open with client-side caching on, else at
+// their next renewal.
 func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
 	rc, err := l.read.Redis("force-release")
 	if err != nil {

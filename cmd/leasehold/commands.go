@@ -65,7 +65,7 @@ var commands = map[string]command{
 	},
 	"release": {
 		arg:  "NAME",
-		help: "Force-release the lock NAME whoever holds it, and wake its waiters.\nThe holders find out at their next renewal. Asks for confirmation\nunless --yes is given; exits 1, releasing nothing, unless the answer\nis y (no terminal to ask: give --yes).",
+		help: "Force-release the lock NAME whoever holds it, and wake its waiters.\nHolders on a leasehold Client opened with client-side caching (the\ndefault) hear of it at once; others at their next renewal. Asks for\nconfirmation unless --yes is given; exits 1, releasing nothing, unless\nthe answer is y (no terminal to ask: give --yes).",
 		setup: func(fs *flag.FlagSet, _ *bool) func(context.Context, env, string) error {
 			yes := fs.Bool("yes", false, "do not ask for confirmation")
 			fs.BoolVar(yes, "y", false, "short for -yes")
@@ -186,7 +186,7 @@ func release(ctx context.Context, e env, name string, yes bool) error {
 		if n := len(s.Holders); n > 1 {
 			owners = fmt.Sprintf("%d owners", n)
 		}
-		fmt.Fprintf(e.stdout, "\nForce-release %s, held by %s? Its holders lose it at their next renewal. [y/N] ", name, owners)
+		fmt.Fprintf(e.stdout, "\nForce-release %s, held by %s? Its holders hear of it at once (leasehold Clients with caching on) or at their next renewal. [y/N] ", name, owners)
 		answer, _ := bufio.NewReader(e.stdin).ReadString('\n')
 		if !isTerminal(e.stdin) {
 			fmt.Fprintln(e.stdout) // a terminal echoed the user's Enter; a pipe does not

@@ -475,8 +475,7 @@ func TestRelease(t *testing.T) {
 		t.Fatal(held.Err())
 	}
 
-	// Yes: the lock goes, the waiter is woken, the holder hears at its
-	// next renewal.
+	// Yes: the lock goes, the waiter is woken, the holder hears at once.
 	wantLines(t, mustCmd(t, srv, "y\n", "release", "stuck"), `^released stuck \(rlock\); its waiters were woken$`)
 	select {
 	case <-waiter.Done():

@@ -79,7 +79,7 @@ func NewClient(rc rueidis.Client, owned, tracking bool, o Options) *Client {
 	}
 	c.rc, c.owned, c.id, c.opts = rc, owned, o.ID, o
 	c.hub = hub.NewHub(rc, tracking, hubOpts...)
-	c.keeper = NewKeeper(rc, o.Watchdog, o.Sharded, WaitReplicas(o.Replicas, o.ReplicaTimeout))
+	c.keeper = NewKeeper(rc, o.Watchdog, o.Sharded, tracking, WaitReplicas(o.Replicas, o.ReplicaTimeout))
 	c.ctx, c.cancel = ctx, cancel
 	return c
 }
@@ -92,6 +92,25 @@ func (c *Client) Warn(err error) {
 		o = lease.SlogObserver(nil)
 	}
 	o.Observe(lease.Event{Kind: lease.Warning, Err: err})
+}
+
+// Invalidate takes an invalidation message of rc's client-side cache (wire
+// it into rueidis.ClientOption.OnInvalidations): the hub wakes the waiters of
+// the keys, the keeper reads again the holds on them. nil keys: the cache
+// was flushed.
+func (c *Client) Invalidate(keys []rueidis.RedisMessage) {
+	c.hub.Invalidate(keys)
+	if keys == nil {
+		c.keeper.Invalidate(nil, true)
+		return
+	}
+	names := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if s, err := k.ToString(); err == nil {
+			names = append(names, s)
+		}
+	}
+	c.keeper.Invalidate(names, false)
 }
 
 // ID is the Client's unique id, a random UUID.

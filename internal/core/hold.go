@@ -43,6 +43,10 @@ type HoldConfig struct {
 	Release ReleaseFunc
 	// Observer, when set, hears of the hold's leases (see lease.Event).
 	Observer lease.Observer
+	// Presence is where the hold lives in Redis, for the guard that tells
+	// the holder at once when it is gone; zero for a hold that lives in
+	// other holds (quorum's).
+	Presence lua.Presence
 }
 
 type state int
@@ -324,6 +328,15 @@ func (h *Hold) stopTimer() {
 	if h.timer != nil {
 		h.timer.Stop()
 	}
+}
+
+// guarded reports whether a loss found in Redis is the hold's news: it is
+// held, and its last Lease is not being released (a release empties the
+// key first).
+func (h *Hold) guarded() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.state == held && !h.releasing
 }
 
 // renewable reports whether the keeper renews the hold now: a watchdog hold

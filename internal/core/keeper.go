@@ -32,6 +32,8 @@ type Keeper struct {
 	replicas       int
 	replicaTimeout time.Duration
 
+	guard *guard // nil without tracking
+
 	mu     sync.Mutex
 	holds  map[*Hold]struct{}
 	closed bool
@@ -39,8 +41,9 @@ type Keeper struct {
 
 // NewKeeper starts a keeper that renews watchdog holds on rc every
 // watchdog/3, running the renewal scripts' sharded form when sharded is set
-// (see Options.Sharded). Close stops it.
-func NewKeeper(rc rueidis.Client, watchdog time.Duration, sharded bool, opts ...KeeperOption) *Keeper {
+// (see Options.Sharded). With tracking (rc's invalidations reach
+// Invalidate) it also guards every hold: see guard. Close stops it.
+func NewKeeper(rc rueidis.Client, watchdog time.Duration, sharded, tracking bool, opts ...KeeperOption) *Keeper {
 	ctx, stop := context.WithCancel(context.Background())
 	k := &Keeper{
 		rc:       rc,
@@ -50,6 +53,7 @@ func NewKeeper(rc rueidis.Client, watchdog time.Duration, sharded bool, opts ...
 		stop:     stop,
 		done:     make(chan struct{}),
 		holds:    make(map[*Hold]struct{}),
+		guard:    newGuard(rc, watchdog, tracking),
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -91,8 +95,14 @@ func (k *Keeper) Track(h *Hold, sent time.Time) error {
 	h.keeper = k
 	h.mu.Unlock()
 	h.startDeadline(sent)
+	k.guard.add(h)
 	return nil
 }
+
+// Invalidate takes the hint that keys changed, from the Client's
+// invalidations; all: the whole client-side cache was flushed. Holds on
+// those keys have their presence read again.
+func (k *Keeper) Invalidate(keys []string, all bool) { k.guard.invalidate(keys, all) }
 
 // Len is the number of holds kept.
 func (k *Keeper) Len() int {
@@ -110,6 +120,7 @@ func (k *Keeper) forget(h *Hold) {
 	k.mu.Lock()
 	delete(k.holds, h)
 	k.mu.Unlock()
+	k.guard.remove(h)
 }
 
 func (k *Keeper) run() {
@@ -311,6 +322,7 @@ func (k *Keeper) Close(ctx context.Context) {
 	k.mu.Unlock()
 	k.stop()
 	<-k.done
+	k.guard.close()
 
 	// Holders hear first, so they stop working before anyone else can take
 	// the lock; then the locks are freed rather than left to run out.

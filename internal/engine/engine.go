@@ -291,6 +291,7 @@ func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lea
 		TTL:      ttl,
 		Observer: e.cfg.Observer,
 		Renew:    e.renewal(owner),
+		Presence: e.proto.Presence(owner),
 		Release: func(ctx context.Context, id string, all bool) error {
 			return e.release(ctx, owner, id, all)
 		},

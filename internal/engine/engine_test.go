@@ -171,6 +171,10 @@ func (p *fakeProtocol) Reentrant() bool { return true }
 
 func (p *fakeProtocol) Weight() int { return 0 }
 
+func (p *fakeProtocol) Presence(owner string) lua.Presence {
+	return lua.Presence{Key: "job", Field: owner}
+}
+
 func (p *fakeProtocol) Abandon(_ context.Context, _ rueidis.Client, owner string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

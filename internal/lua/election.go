@@ -98,6 +98,9 @@ func (p *Campaign) Renewal(owner string) *Call {
 		Args: []string{p.e.lease, owner, script.UnlockMessage, script.WakeAllMessage}}
 }
 
+// Presence is the leader's field in the lock hash, as rlock's.
+func (p *Campaign) Presence(owner string) Presence { return Presence{Key: p.e.k.Name, Field: owner} }
+
 // Abandon does nothing: a campaigner leaves no trace.
 func (p *Campaign) Abandon(context.Context, rueidis.Client, string) error { return nil }
 

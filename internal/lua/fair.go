@@ -85,6 +85,9 @@ func (f *Fair) Release(ctx context.Context, c rueidis.Client, owner, requestID s
 // Renewal is the reentrant lock's.
 func (f *Fair) Renewal(owner string) *Call { return f.renew.Renewal(owner) }
 
+// Presence is owner's field in the lock hash, as rlock's.
+func (f *Fair) Presence(owner string) Presence { return f.renew.Presence(owner) }
+
 // Abandon runs fair_abandon: owner leaves the queue, and the new head is
 // told if it has to act.
 func (f *Fair) Abandon(ctx context.Context, c rueidis.Client, owner string) error {

@@ -62,6 +62,9 @@ func (l *Lock) Renewal(owner string) *Call {
 	return &Call{script: lockRenew, Keys: l.renewKeys, Args: []string{l.lease, owner}}
 }
 
+// Presence is owner's field in the lock hash.
+func (l *Lock) Presence(owner string) Presence { return Presence{Key: l.k.Name, Field: owner} }
+
 // Abandon does nothing: a waiter leaves no trace.
 func (l *Lock) Abandon(context.Context, rueidis.Client, string) error { return nil }
 

@@ -48,6 +48,19 @@ type Protocol interface {
 	// carries counts rather than unlock messages (a semaphore's): the hub
 	// wakes as many waiters as a message's count covers. 0 for a lock.
 	Weight() int
+	// Presence is where owner's hold lives in Redis: the key whose
+	// invalidation hints that it may be gone, and what to read to know.
+	Presence(owner string) Presence
+}
+
+// Presence is where a hold lives in Redis. Key is the key whose
+// invalidation (a deletion, a flush, an eviction, an expiry, a write of
+// anyone's, the holder's own renewals too) hints that the hold may be gone.
+// The hold is there while Key is a hash holding Field, or, with Members set,
+// a sorted set holding every one of them (a semaphore's permits).
+type Presence struct {
+	Key, Field string
+	Members    []string
 }
 
 // Config is what the scripts of one lock take besides its name and owner.

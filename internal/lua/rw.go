@@ -91,6 +91,10 @@ func (r *Read) Release(ctx context.Context, c rueidis.Client, owner, requestID s
 		[]string{owner, r.latch, flag(all)}).AsInt64()
 }
 
+// Presence is the reader's field in the lock hash (its hold count; each
+// hold's own key only carries its lease).
+func (r *Read) Presence(owner string) Presence { return Presence{Key: r.k.Name, Field: owner} }
+
 // Renewal is rw_read_renew.
 func (r *Read) Renewal(owner string) *Call {
 	return &Call{script: rwReadRenew, Keys: []string{r.k.Name, r.k.ReadHolds(owner)}, Args: []string{r.lease, owner}}
@@ -135,6 +139,11 @@ func (w *Write) Release(ctx context.Context, c rueidis.Client, owner, requestID 
 	return rwWriteRelease.exec(ctx, c,
 		[]string{w.k.Name, w.k.RWChannel, w.latchPrefix + requestID, w.k.RWPrefix},
 		[]string{writeField(owner), w.lease, w.latch, flag(all)}).AsInt64()
+}
+
+// Presence is the writer's field, OWNER:write, in the lock hash.
+func (w *Write) Presence(owner string) Presence {
+	return Presence{Key: w.k.Name, Field: writeField(owner)}
 }
 
 // Renewal is rw_write_renew.

@@ -112,6 +112,16 @@ func (w *Weighted) Renewal(owner string) *Call {
 	return &Call{script: semaphoreRenew, Keys: w.s.renewKeys, Args: []string{w.s.lease, PermitPrefix(owner), w.count}}
 }
 
+// Presence is the lease's n permits in the semaphore's sorted set of
+// permits taken.
+func (w *Weighted) Presence(owner string) Presence {
+	ids := make([]string, w.n)
+	for i := range ids {
+		ids[i] = PermitID(owner, i)
+	}
+	return Presence{Key: w.s.k.SemaphoreTimeout, Members: ids}
+}
+
 // Abandon runs semaphore_abandon: it withdraws the claim of owner, a waiter
 // that stops waiting. A waiter for one permit leaves none.
 func (w *Weighted) Abandon(ctx context.Context, c rueidis.Client, owner string) error {

@@ -1,0 +1,235 @@
+package core
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/leasehold/leasehold/internal/lua"
+	"github.com/leasehold/leasehold/internal/retry"
+	"github.com/leasehold/leasehold/lease"
+)
+
+// confirmTimeout bounds one round of confirmations.
+const confirmTimeout = 5 * time.Second
+
+// guard tells a Client's holders at once that their hold is gone from
+// Redis, whatever removed it (a DEL, FLUSHALL, an eviction, an expiry, a
+// force release, a key of another type written over it), instead of at the
+// next renewal. It keeps each hold's key tracked by the Client's connection
+// (client-side caching, CLIENT TRACKING): Redis then sends an invalidation
+// of the key on any change to it. An invalidation is only a hint (the
+// holder's own renewals and re-entries, other readers' holds, other permits
+// change the key too), so the guard reads the hold's presence (lua.Presence)
+// before it reports a loss; that read, made as a cached read, also keeps the
+// key tracked, since Redis stops tracking a key once it has invalidated it.
+// Hints for one key coalesce: at most one read per hold per round, rounds
+// one after the other. Without tracking (a Client made by New, or a rueidis
+// client with DisableCache) the guard does nothing: a loss is heard at the
+// next renewal.
+type guard struct {
+	rc   rueidis.Client
+	ttl  time.Duration // how long the client-side cache keeps a confirmation
+	wake chan struct{}
+	done chan struct{}
+	stop context.CancelFunc
+	ctx  context.Context
+
+	mu      sync.Mutex
+	keys    map[string]map[*Hold]struct{} // the holds on each key
+	pending map[string]struct{}           // keys hinted at since the last round
+	all     bool                          // every key: the cache was flushed
+}
+
+// newGuard starts the guard of holds on rc, or returns nil when rc's
+// invalidations do not reach Invalidate.
+func newGuard(rc rueidis.Client, ttl time.Duration, tracking bool) *guard {
+	if !tracking {
+		return nil
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	g := &guard{rc: rc, ttl: ttl, wake: make(chan struct{}, 1), done: make(chan struct{}), stop: stop, ctx: ctx,
+		keys: make(map[string]map[*Hold]struct{}), pending: make(map[string]struct{})}
+	go g.run()
+	return g
+}
+
+// add guards h from now on: the first round reads its presence, which
+// starts the tracking of its key.
+func (g *guard) add(h *Hold) {
+	key := h.cfg.Presence.Key
+	if g == nil || key == "" {
+		return
+	}
+	g.mu.Lock()
+	if g.keys[key] == nil {
+		g.keys[key] = make(map[*Hold]struct{})
+	}
+	g.keys[key][h] = struct{}{}
+	g.pending[key] = struct{}{}
+	g.mu.Unlock()
+	g.notify()
+}
+
+// remove stops guarding h.
+func (g *guard) remove(h *Hold) {
+	key := h.cfg.Presence.Key
+	if g == nil || key == "" {
+		return
+	}
+	g.mu.Lock()
+	if hs := g.keys[key]; hs != nil {
+		delete(hs, h)
+		if len(hs) == 0 {
+			delete(g.keys, key)
+		}
+	}
+	g.mu.Unlock()
+}
+
+// invalidate takes the hint that keys changed; nil keys: the whole cache
+// was flushed (FLUSHALL, FLUSHDB, a lost connection).
+func (g *guard) invalidate(keys []string, all bool) {
+	if g == nil {
+		return
+	}
+	hinted := false
+	g.mu.Lock()
+	if all {
+		g.all, hinted = len(g.keys) > 0, len(g.keys) > 0
+	}
+	for _, k := range keys {
+		if _, ok := g.keys[k]; ok {
+			g.pending[k], hinted = struct{}{}, true
+		}
+	}
+	g.mu.Unlock()
+	if hinted {
+		g.notify()
+	}
+}
+
+// notify wakes the guard's goroutine without blocking.
+func (g *guard) notify() {
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the guard and waits for its goroutine.
+func (g *guard) close() {
+	if g == nil {
+		return
+	}
+	g.stop()
+	<-g.done
+}
+
+func (g *guard) run() {
+	defer close(g.done)
+	again := time.NewTimer(time.Hour)
+	again.Stop()
+	defer again.Stop()
+	b := retry.Backoff(10*time.Millisecond, time.Second)
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-g.wake:
+		case <-again.C:
+		}
+		if g.round() {
+			again.Reset(b.NextBackOff())
+		} else {
+			b.Reset()
+		}
+	}
+}
+
+// hinted takes the holds whose keys were hinted at since the last round.
+func (g *guard) hinted() []*Hold {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var hs []*Hold
+	for key, set := range g.keys {
+		if _, ok := g.pending[key]; !ok && !g.all {
+			continue
+		}
+		for h := range set {
+			hs = append(hs, h)
+		}
+	}
+	clear(g.pending)
+	g.all = false
+	return hs
+}
+
+// round reads the presence of every hinted hold in one pipeline and reports
+// those found gone lost. It returns whether some reads failed: their keys
+// are hinted at again, for a round after a backoff.
+func (g *guard) round() (failed bool) {
+	hs := g.hinted()
+	if len(hs) == 0 {
+		return false
+	}
+	cmds := make([]rueidis.CacheableTTL, len(hs))
+	for i, h := range hs {
+		cmds[i] = rueidis.CT(presenceCmd(g.rc, h.cfg.Presence), g.ttl)
+	}
+	ctx, cancel := context.WithTimeout(g.ctx, confirmTimeout)
+	defer cancel()
+	for i, r := range g.rc.DoMultiCache(ctx, cmds...) {
+		h := hs[i]
+		gone, err := absent(r, h.cfg.Presence)
+		switch {
+		case err != nil && retry.Classify(err) != retry.Final:
+			failed = true
+			g.invalidate([]string{h.cfg.Presence.Key}, false)
+		case (gone || wrongType(err)) && h.guarded():
+			why := "not there"
+			if err != nil {
+				why = err.Error() // a key of another type written over it
+			}
+			h.Lose(Errorf("hold", h.cfg.Name, "%w: gone from Redis (%s, read after an invalidation of %s)",
+				lease.ErrLost, why, h.cfg.Presence.Key))
+		}
+	}
+	return failed
+}
+
+// wrongType reports Redis' WRONGTYPE: the hold's key now holds another
+// type, written over the lock. Other refusals (an ACL) say nothing of it.
+func wrongType(err error) bool {
+	e, ok := rueidis.IsRedisErr(err)
+	return ok && strings.HasPrefix(e.Error(), "WRONGTYPE")
+}
+
+// presenceCmd is the cached read of p: HEXISTS, or ZMSCORE of its members.
+func presenceCmd(rc rueidis.Client, p lua.Presence) rueidis.Cacheable {
+	if p.Members != nil {
+		return rc.B().Zmscore().Key(p.Key).Member(p.Members...).Cache()
+	}
+	return rc.B().Hexists().Key(p.Key).Field(p.Field).Cache()
+}
+
+// absent reads the reply to presenceCmd(p): whether the hold is gone.
+func absent(r rueidis.RedisResult, p lua.Presence) (bool, error) {
+	if p.Members == nil {
+		n, err := r.AsInt64()
+		return n == 0, err
+	}
+	scores, err := r.ToArray()
+	if err != nil {
+		return false, err
+	}
+	for _, s := range scores {
+		if s.IsNil() {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,307 @@
+package leasehold_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/election"
+	"github.com/leasehold/leasehold/fairqueue"
+	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/quorum"
+	"github.com/leasehold/leasehold/rlock"
+	"github.com/leasehold/leasehold/rw"
+	"github.com/leasehold/leasehold/script"
+	"github.com/leasehold/leasehold/semaphore"
+)
+
+// heard is how long a holder may take to hear that its hold is gone. With
+// the default 30s watchdog the next renewal is 10s away and the local
+// deadline 29s: only the invalidation path closes Lost this soon. It takes a
+// round trip or two; 2s leaves room for a loaded 2-core machine.
+const heard = 2 * time.Second
+
+// held is one kind's lease in these tests, with where it lives in Redis.
+type held struct {
+	lease *lease.Lease
+	key   string // the key that holds it
+	field string // its field in key (a hash), or its member (a sorted set)
+	zset  bool
+}
+
+// kinds are the lock kinds, each taking a lease on name with c's defaults.
+var holdKinds = []struct {
+	name    string
+	acquire func(t *testing.T, c *leasehold.Client, name string) held
+}{
+	{"rlock", func(t *testing.T, c *leasehold.Client, name string) held {
+		l := mustHold(t)(rlock.New(c, name).Acquire(context.Background()))
+		return held{lease: l, key: name, field: l.Owner()}
+	}},
+	{"fair", func(t *testing.T, c *leasehold.Client, name string) held {
+		l := mustHold(t)(fairqueue.New(c, name).Acquire(context.Background()))
+		return held{lease: l, key: name, field: l.Owner()}
+	}},
+	{"rw read", func(t *testing.T, c *leasehold.Client, name string) held {
+		l := mustHold(t)(rw.New(c, name).Read().Acquire(context.Background()))
+		return held{lease: l, key: name, field: l.Owner()}
+	}},
+	{"rw write", func(t *testing.T, c *leasehold.Client, name string) held {
+		l := mustHold(t)(rw.New(c, name).Write().Acquire(context.Background()))
+		return held{lease: l, key: name, field: l.Owner() + ":write"}
+	}},
+	{"semaphore", func(t *testing.T, c *leasehold.Client, name string) held {
+		s := semaphore.New(c, name)
+		if _, err := s.TrySetPermits(context.Background(), 2); err != nil {
+			t.Fatal(err)
+		}
+		l := mustHold(t)(s.Acquire(context.Background()))
+		timeouts := script.KeysOf(name).SemaphoreTimeout
+		ids, err := redisMembers(t, c, timeouts)
+		if err != nil || len(ids) != 1 {
+			t.Fatalf("permits taken: %q, %v", ids, err)
+		}
+		return held{lease: l, key: timeouts, field: ids[0], zset: true}
+	}},
+	{"election", func(t *testing.T, c *leasehold.Client, name string) held {
+		l := mustHold(t)(election.New(c, name).Campaign(context.Background(), "here"))
+		return held{lease: l, key: name, field: l.Owner()}
+	}},
+}
+
+func mustHold(t *testing.T) func(*lease.Lease, error) *lease.Lease {
+	return func(l *lease.Lease, err error) *lease.Lease {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+}
+
+// redisMembers reads a sorted set's members from a connection of the test's own.
+var redisMembers func(t *testing.T, c *leasehold.Client, key string) ([]string, error)
+
+// causes are what removes a hold from Redis behind its holder's back.
+var causes = []struct {
+	name string
+	do   func(srv *redistest.Server, h held)
+}{
+	{"DEL", func(srv *redistest.Server, h held) { srv.Do("DEL", h.key) }},
+	{"UNLINK", func(srv *redistest.Server, h held) { srv.Do("UNLINK", h.key) }},
+	{"FLUSHDB", func(srv *redistest.Server, _ held) { srv.Do("FLUSHDB") }},
+	{"FLUSHALL", func(srv *redistest.Server, _ held) { srv.Do("FLUSHALL") }},
+	{"expiry", func(srv *redistest.Server, h held) { srv.Do("PEXPIRE", h.key, "1") }},
+	{"field removed", func(srv *redistest.Server, h held) { // Redisson's forceUnlock of one owner, a ZREM of a permit
+		if h.zset {
+			srv.Do("ZREM", h.key, h.field)
+		} else {
+			srv.Do("HDEL", h.key, h.field)
+		}
+	}},
+	{"overwritten", func(srv *redistest.Server, h held) { srv.Do("SET", h.key, "x") }},
+}
+
+// Every lease hears within about a round trip that its hold is gone from
+// Redis, whatever removed it, for every kind: before, it heard at its next
+// renewal (a third of the watchdog lease later, 10s by default) or at its
+// local deadline, while another Client could take the lock at once.
+func TestLostAtOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	redisMembers = func(t *testing.T, _ *leasehold.Client, key string) ([]string, error) {
+		return srv.Do("ZRANGE", key, "0", "-1").AsStrSlice()
+	}
+	c := open(t, srv)
+	for _, k := range holdKinds {
+		for _, cause := range causes {
+			t.Run(k.name+"/"+cause.name, func(t *testing.T) {
+				name := "lost:" + strings.ReplaceAll(k.name, " ", "-") + ":" + cause.name
+				h := k.acquire(t, c, name)
+				start := time.Now()
+				cause.do(srv, h)
+				select {
+				case <-h.lease.Lost():
+				case <-time.After(heard):
+					t.Fatalf("Lost still open %v after the %s", heard, cause.name)
+				}
+				if err := h.lease.Err(); !errors.Is(err, lease.ErrLost) || h.lease.Context().Err() == nil {
+					t.Fatalf("Err = %v, context %v; want ErrLost and a cancelled context", err, h.lease.Context().Err())
+				}
+				t.Logf("heard in %v: %v", time.Since(start).Round(time.Microsecond), h.lease.Err())
+				_ = h.lease.Release(context.Background())
+			})
+		}
+	}
+}
+
+// An eviction is heard at once too: under volatile-ttl the lock key, the
+// soonest to expire, is the first evicted once memory fills.
+func TestLostToEviction(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv)
+	l := mustHold(t)(rlock.New(c, "evicted").Acquire(context.Background()))
+	total, err := srv.Do("MEMORY", "USAGE", "evicted").AsInt64() // only to see the server answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := srv.Do("INFO", "memory").ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			fmt.Sscan(v, &total)
+		}
+	}
+	srv.Do("CONFIG", "SET", "maxmemory-policy", "volatile-ttl")
+	srv.Do("CONFIG", "SET", "maxmemory", fmt.Sprint(total+4<<20))
+	defer srv.Do("CONFIG", "SET", "maxmemory", "0")
+	big := strings.Repeat("x", 64<<10)
+	for i := 0; i < 200; i++ {
+		srv.Do("SET", fmt.Sprint("filler:", i), big, "EX", "3600") // OOM refusals once full are fine
+		select {
+		case <-l.Lost():
+			if !errors.Is(l.Err(), lease.ErrLost) {
+				t.Fatalf("Err = %v, want ErrLost", l.Err())
+			}
+			return
+		default:
+		}
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(heard):
+		n, _ := srv.Do("EXISTS", "evicted").AsInt64()
+		t.Fatalf("Lost still open %v after memory filled (lock key exists: %d)", heard, n)
+	}
+}
+
+// A hint is not a verdict: the holder's own renewals and re-entries, and
+// other readers' holds, change the key too; none of them may end a lease.
+// A watchdog of 300ms renews every 100ms: 2s is 20 renewals, each an
+// invalidation of the key held.
+func TestNoFalseLoss(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv, leasehold.WithWatchdog(300*time.Millisecond))
+	ctx := context.Background()
+	r := mustHold(t)(rlock.New(c, "nofalse").Acquire(ctx))
+	again := mustHold(t)(rlock.New(c, "nofalse").Acquire(r.Context())) // a re-entry writes the hash
+	lock := rw.New(c, "nofalse:rw")
+	var reads []*lease.Lease
+	for range 3 {
+		reads = append(reads, mustHold(t)(lock.Read().Acquire(ctx)))
+	}
+	s := semaphore.New(c, "nofalse:sem")
+	if _, err := s.TrySetPermits(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	permit := mustHold(t)(s.Acquire(ctx))
+	others := []*lease.Lease{mustHold(t)(s.Acquire(ctx)), mustHold(t)(s.Weighted(2).Acquire(ctx))}
+	all := slices.Concat([]*lease.Lease{r, again, permit}, reads, others)
+	deadline := time.After(2 * time.Second)
+	for i := 0; ; i++ {
+		select {
+		case <-deadline:
+			for _, l := range all {
+				if l.Err() != nil {
+					t.Fatalf("%s lost: %v", l.Name(), l.Err())
+				}
+				if err := l.Release(ctx); err != nil {
+					t.Fatalf("release %s: %v", l.Name(), err)
+				}
+			}
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		// Other holders come and go on the same keys.
+		mustRelease(t, mustHold(t)(lock.Read().Acquire(ctx)))
+		mustRelease(t, mustHold(t)(s.Acquire(ctx)))
+		for _, l := range all {
+			if l.Err() != nil {
+				t.Fatalf("round %d: %s lost: %v", i, l.Name(), l.Err())
+			}
+		}
+	}
+}
+
+func mustRelease(t *testing.T, l *lease.Lease) {
+	t.Helper()
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A RedLock keeps its lease while a majority of its members still hold, and
+// reports the loss, at once, when it cannot.
+func TestRedLockLostAtOnce(t *testing.T) {
+	var srvs []*redistest.Server
+	var lockers []lease.Locker
+	for range 3 {
+		srv := redistest.Start(t)
+		srvs = append(srvs, srv)
+		lockers = append(lockers, rlock.New(open(t, srv), "red"))
+	}
+	l := mustHold(t)(quorum.RedLock(lockers...).Acquire(context.Background()))
+	srvs[0].Do("DEL", "red")
+	select {
+	case <-l.Lost():
+		t.Fatalf("lost with 2 of 3 members held: %v", l.Err())
+	case <-time.After(300 * time.Millisecond):
+	}
+	srvs[1].Do("DEL", "red")
+	select {
+	case <-l.Lost():
+	case <-time.After(heard):
+		t.Fatalf("Lost still open %v after 2 of 3 members were deleted", heard)
+	}
+	if !errors.Is(l.Err(), lease.ErrLost) {
+		t.Fatalf("Err = %v, want ErrLost", l.Err())
+	}
+}
+
+// Without tracking the loss is heard at the next renewal, as before: a
+// Client made by New (rueidis takes the invalidation hook only at creation),
+// or by Open with DisableCache.
+func TestLostAtRenewalWithoutTracking(t *testing.T) {
+	srv := redistest.Start(t)
+	const watchdog = 900 * time.Millisecond // renewed every 300ms
+	opt := srv.Option()
+	opt.DisableCache = true
+	byOpen, err := leasehold.Open(opt, leasehold.WithWatchdog(watchdog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer byOpen.Close()
+	rc, err := rueidis.NewClient(srv.Option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	byNew, err := leasehold.New(rc, leasehold.WithWatchdog(watchdog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer byNew.Close()
+	for name, c := range map[string]*leasehold.Client{"open-nocache": byOpen, "new": byNew} {
+		t.Run(name, func(t *testing.T) {
+			l := mustHold(t)(rlock.New(c, name).Acquire(context.Background()))
+			srv.Do("DEL", name)
+			select {
+			case <-l.Lost():
+			case <-time.After(watchdog + heard): // the next renewal, 300ms away at most
+				t.Fatal("Lost still open after the next renewal")
+			}
+			if !errors.Is(l.Err(), lease.ErrLost) || !strings.Contains(l.Err().Error(), "renewal") {
+				t.Fatalf("Err = %v, want ErrLost from a renewal", l.Err())
+			}
+		})
+	}
+}
