@@ -305,3 +305,125 @@ func TestLostAtRenewalWithoutTracking(t *testing.T) {
 		})
 	}
 }
+
+// commandCalls reads how many times the server has run each command, and
+// the µs it spent in them, from INFO commandstats.
+func commandCalls(tb testing.TB, srv *redistest.Server) (calls, usec map[string]int64) {
+	tb.Helper()
+	info, err := srv.Do("INFO", "commandstats").ToString()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	calls, usec = map[string]int64{}, map[string]int64{}
+	for _, line := range splitLines(info) {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
+		if !ok || name == line {
+			continue
+		}
+		var n, us int64
+		if _, err := fmt.Sscanf(rest, "calls=%d,usec=%d", &n, &us); err == nil {
+			calls[name], usec[name] = n, us
+		}
+	}
+	return calls, usec
+}
+
+// BenchmarkGuard is the cost of hearing of losses at once: 10,000 leases
+// held by one Client, and a stream of foreign writes to their keys (each an
+// invalidation the Client must confirm with a read). One op is one foreign
+// write to every held key, pipelined, and the wait until the holder's
+// Client has confirmed each. Reported: Redis commands and commandstats µs
+// per hint (the confirmations' share), the holder's time per hint. The
+// holder's own renewals cost the same per lease per round (each writes the
+// key), every third of the watchdog lease.
+func BenchmarkGuard(b *testing.B) {
+	const leases = 10000
+	srv := redistest.Start(b)
+	c, err := leasehold.Open(srv.Option())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	names := make([]string, leases)
+	for i := range names {
+		names[i] = fmt.Sprint("guarded:", i)
+		if _, err := rlock.New(c, names[i]).Acquire(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	confirmed := func() int64 {
+		calls, _ := commandCalls(b, srv)
+		return calls["hexists"]
+	}
+	for confirmed() < leases { // the first confirmations, which start the tracking
+		time.Sleep(10 * time.Millisecond)
+	}
+	foreign := srv.Client()
+	writes := make(rueidis.Commands, leases)
+	calls0, usec0 := commandCalls(b, srv)
+	b.ResetTimer()
+	for range b.N {
+		want := confirmed() + leases
+		for i, n := range names { // a command is sent once
+			writes[i] = foreign.B().Pexpire().Key(n).Milliseconds(30000).Build()
+		}
+		for _, r := range foreign.DoMulti(ctx, writes...) {
+			if err := r.Error(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for confirmed() < want {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	b.StopTimer()
+	calls1, usec1 := commandCalls(b, srv)
+	var cmds, us int64
+	for name, n := range calls1 {
+		if name == "pexpire" || name == "info" {
+			continue
+		}
+		cmds += n - calls0[name]
+		us += usec1[name] - usec0[name]
+	}
+	hints := float64(b.N * leases)
+	b.ReportMetric(float64(cmds)/hints, "cmds/hint")
+	b.ReportMetric(float64(us)/hints, "redis-µs/hint")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/hints, "ns/hint")
+	if st := c.Stats(); st.Leases != leases {
+		b.Fatalf("%d leases held after the writes, want %d: a hint was taken for a loss", st.Leases, leases)
+	}
+}
+
+// In Redis Cluster the invalidation comes from the node of the key's slot,
+// on the connection that read it there: each kind's holder hears of a
+// deletion at once, on whichever node its lock lives.
+func TestClusterLostAtOnce(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	c, err := leasehold.Open(cl.Option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	redisMembers = func(_ *testing.T, _ *leasehold.Client, key string) ([]string, error) {
+		return cl.Client().Do(context.Background(), cl.Client().B().Zrange().Key(key).Min("0").Max("-1").Build()).AsStrSlice()
+	}
+	for i, k := range holdKinds {
+		t.Run(k.name, func(t *testing.T) {
+			name := fmt.Sprintf("cluster-lost-%d", i) // names over several slots and nodes
+			h := k.acquire(t, c, name)
+			if err := cl.Client().Do(context.Background(), cl.Client().B().Del().Key(h.key).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-h.lease.Lost():
+			case <-time.After(heard):
+				t.Fatalf("Lost still open %v after the DEL on node %s", heard, cl.Owner(cl.KeySlot(h.key)).Addr())
+			}
+			if !errors.Is(h.lease.Err(), lease.ErrLost) {
+				t.Fatalf("Err = %v, want ErrLost", h.lease.Err())
+			}
+		})
+	}
+}

@@ -176,13 +176,9 @@ func (g *guard) round() (failed bool) {
 	if len(hs) == 0 {
 		return false
 	}
-	cmds := make([]rueidis.CacheableTTL, len(hs))
-	for i, h := range hs {
-		cmds[i] = rueidis.CT(presenceCmd(g.rc, h.cfg.Presence), g.ttl)
-	}
 	ctx, cancel := context.WithTimeout(g.ctx, confirmTimeout)
 	defer cancel()
-	for i, r := range g.rc.DoMultiCache(ctx, cmds...) {
+	for i, r := range g.read(ctx, hs) {
 		h := hs[i]
 		gone, err := absent(r, h.cfg.Presence)
 		switch {
@@ -208,12 +204,51 @@ func wrongType(err error) bool {
 	return ok && strings.HasPrefix(e.Error(), "WRONGTYPE")
 }
 
+// read reads the presence of each of hs in one pipeline, as reads that
+// Redis tracks for the connection (CLIENT CACHING YES before each: rueidis
+// opts in to tracking). On one connection (a single Redis, Sentinel) that
+// is two commands a hold; in Redis Cluster, where a command without a key
+// could go to another node than the read it opts in for, rueidis' own
+// cached reads, five (CLIENT CACHING YES, MULTI, PTTL, the read, EXEC).
+func (g *guard) read(ctx context.Context, hs []*Hold) []rueidis.RedisResult {
+	if g.rc.Mode() == rueidis.ClientModeCluster {
+		cmds := make([]rueidis.CacheableTTL, len(hs))
+		for i, h := range hs {
+			cmds[i] = rueidis.CT(presenceCmd(g.rc, h.cfg.Presence), g.ttl)
+		}
+		return g.rc.DoMultiCache(ctx, cmds...)
+	}
+	cmds := make(rueidis.Commands, 0, 2*len(hs))
+	for _, h := range hs {
+		// rueidis writes a DoMulti's commands in a row on its connection:
+		// nothing comes between the opt-in and its read.
+		cmds = append(cmds, g.rc.B().ClientCaching().Yes().Build(), presenceRead(g.rc, h.cfg.Presence))
+	}
+	res := g.rc.DoMulti(ctx, cmds...)
+	out := make([]rueidis.RedisResult, len(hs))
+	for i := range hs {
+		out[i] = res[2*i+1]
+		if err := res[2*i].Error(); err != nil {
+			out[i] = res[2*i] // not tracked: the read's answer cannot stand
+		}
+	}
+	return out
+}
+
 // presenceCmd is the cached read of p: HEXISTS, or ZMSCORE of its members.
 func presenceCmd(rc rueidis.Client, p lua.Presence) rueidis.Cacheable {
 	if p.Members != nil {
 		return rc.B().Zmscore().Key(p.Key).Member(p.Members...).Cache()
 	}
 	return rc.B().Hexists().Key(p.Key).Field(p.Field).Cache()
+}
+
+// presenceRead is the same read, to send after CLIENT CACHING YES.
+func presenceRead(rc rueidis.Client, p lua.Presence) rueidis.Completed {
+	if p.Members != nil {
+		return rc.B().Zmscore().Key(p.Key).Member(p.Members...).Build()
+	}
+	return rc.B().Hexists().Key(p.Key).Field(p.Field).Build()
 }
 
 // absent reads the reply to presenceCmd(p): whether the hold is gone.
