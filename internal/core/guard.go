@@ -16,6 +16,13 @@ import (
 // confirmTimeout bounds one round of confirmations.
 const confirmTimeout = 5 * time.Second
 
+// armDelay is how long after it is taken a hold's key starts to be tracked
+// (by the first read of its presence). A hold given back sooner, as most
+// are in a busy service, costs no read at all; a removal in its first
+// moments is heard when the read finds it gone, armDelay and a round trip
+// after the acquisition at most.
+const armDelay = 5 * time.Millisecond
+
 // guard tells a Client's holders at once that their hold is gone from
 // Redis, whatever removed it (a DEL, FLUSHALL, an eviction, an expiry, a
 // force release, a key of another type written over it), instead of at the
@@ -42,6 +49,8 @@ type guard struct {
 	keys    map[string]map[*Hold]struct{} // the holds on each key
 	pending map[string]struct{}           // keys hinted at since the last round
 	all     bool                          // every key: the cache was flushed
+	arming  []*Hold                       // holds taken, not yet read
+	armAt   time.Time                     // when the first of arming is due
 }
 
 // newGuard starts the guard of holds on rc, or returns nil when rc's
@@ -57,8 +66,8 @@ func newGuard(rc rueidis.Client, ttl time.Duration, tracking bool) *guard {
 	return g
 }
 
-// add guards h from now on: the first round reads its presence, which
-// starts the tracking of its key.
+// add guards h from now on: armDelay later, unless it was given back, a
+// round reads its presence, which starts the tracking of its key.
 func (g *guard) add(h *Hold) {
 	key := h.cfg.Presence.Key
 	if g == nil || key == "" {
@@ -69,7 +78,10 @@ func (g *guard) add(h *Hold) {
 		g.keys[key] = make(map[*Hold]struct{})
 	}
 	g.keys[key][h] = struct{}{}
-	g.pending[key] = struct{}{}
+	if len(g.arming) == 0 {
+		g.armAt = time.Now().Add(armDelay)
+	}
+	g.arming = append(g.arming, h)
 	g.mu.Unlock()
 	g.notify()
 }
@@ -134,6 +146,9 @@ func (g *guard) run() {
 	again := time.NewTimer(time.Hour)
 	again.Stop()
 	defer again.Stop()
+	arm := time.NewTimer(time.Hour)
+	arm.Stop()
+	defer arm.Stop()
 	b := retry.Backoff(10*time.Millisecond, time.Second)
 	for {
 		select {
@@ -141,6 +156,11 @@ func (g *guard) run() {
 			return
 		case <-g.wake:
 		case <-again.C:
+		case <-arm.C:
+			g.armDue()
+		}
+		if d, ok := g.nextArm(); ok {
+			arm.Reset(d)
 		}
 		if g.round() {
 			again.Reset(b.NextBackOff())
@@ -148,6 +168,34 @@ func (g *guard) run() {
 			b.Reset()
 		}
 	}
+}
+
+// nextArm is how long until the holds taken are due to be read, if any are
+// waiting.
+func (g *guard) nextArm() (time.Duration, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.arming) == 0 {
+		return 0, false
+	}
+	return max(time.Until(g.armAt), 0), true
+}
+
+// armDue marks the keys of the holds taken since the last arming, and still
+// guarded, for the next round, once the first of them is armDelay old.
+func (g *guard) armDue() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := time.Now()
+	if now.Before(g.armAt) {
+		return
+	}
+	for _, h := range g.arming {
+		if _, ok := g.keys[h.cfg.Presence.Key][h]; ok {
+			g.pending[h.cfg.Presence.Key] = struct{}{}
+		}
+	}
+	g.arming = nil
 }
 
 // hinted takes the holds whose keys were hinted at since the last round.

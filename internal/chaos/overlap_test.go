@@ -1,0 +1,93 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/rlock"
+)
+
+// TestLossOverlap measures the overlap a foreign removal of a lock causes:
+// from the moment the removal is sent (the lock is free for anyone once it
+// has run) to the old holder's Lost(), per cause, with the default 30s
+// watchdog (whose next renewal is up to 10s away). It fails if any holder
+// took longer than 2s to hear, and logs p50, p99 and max (go test -v). An
+// expiry is heard when Redis' active expiry finds the key, up to 100ms
+// (hz 10) after its time; meanwhile another client's access expires it
+// lazily and may take the lock.
+func TestLossOverlap(t *testing.T) {
+	srv := redistest.Start(t)
+	holder, err := leasehold.Open(srv.Option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	operator, err := leasehold.Open(srv.Option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer operator.Close()
+	trials := pick(20, 100)
+	// The removals come on a connection of their own, open all along, as
+	// another service's would.
+	fc := srv.Client()
+	do := func(args ...string) {
+		if err := fc.Do(context.Background(), fc.B().Arbitrary(args...).Build()).Error(); err != nil {
+			t.Error(err)
+		}
+	}
+	causes := []struct {
+		name string
+		do   func(name, owner string)
+	}{
+		{"DEL", func(name, _ string) { do("DEL", name) }},
+		{"UNLINK", func(name, _ string) { do("UNLINK", name) }},
+		{"FLUSHDB", func(string, string) { do("FLUSHDB") }},
+		{"FLUSHALL", func(string, string) { do("FLUSHALL") }},
+		{"expiry", func(name, _ string) { do("PEXPIRE", name, "1") }},
+		{"HDEL of the owner", func(name, owner string) { do("HDEL", name, owner) }},
+		{"force release", func(name, _ string) {
+			if _, err := rlock.New(operator, name).ForceRelease(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}},
+		{"overwritten (SET)", func(name, _ string) { do("SET", name, "x") }},
+	}
+	var table []string
+	for _, cause := range causes {
+		took := make([]time.Duration, 0, trials)
+		for i := range trials {
+			name := fmt.Sprintf("overlap:%s:%d", strings.ReplaceAll(cause.name, " ", "-"), i)
+			l, err := rlock.New(holder, name).Acquire(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond) // held a while: its key is tracked (see armDelay)
+			start := time.Now()
+			cause.do(name, l.Owner())
+			select {
+			case <-l.Lost():
+				took = append(took, time.Since(start))
+			case <-time.After(2 * time.Second):
+				t.Fatalf("%s: Lost still open 2s after the removal", cause.name)
+			}
+			if !errors.Is(l.Err(), lease.ErrLost) {
+				t.Fatalf("%s: Err = %v, want ErrLost", cause.name, l.Err())
+			}
+		}
+		slices.Sort(took)
+		table = append(table, fmt.Sprintf("| %s | %v | %v | %v |", cause.name,
+			took[len(took)/2].Round(10*time.Microsecond), took[len(took)*99/100].Round(10*time.Microsecond),
+			took[len(took)-1].Round(10*time.Microsecond)))
+	}
+	t.Logf("overlap from a foreign removal to Lost(), %d trials per cause:\n| cause | p50 | p99 | max |\n|---|---|---|---|\n%s",
+		trials, strings.Join(table, "\n"))
+}
