@@ -209,7 +209,8 @@ func observeTerm(t *testing.T, obs <-chan election.Leader, old, ls *lease.Lease,
 
 // Keys deleted under a live leader end its term: deleting the lock or the
 // leader key (an operator, a FLUSHALL, an eviction) lets the next campaigner
-// lead, the old leader learns at its next renewal, and observers see the new
+// lead, the old leader learns at once (the lock key deleted) or at its next
+// renewal (the leader key alone), and observers see the new
 // term. Deleting the leader key alone frees the lock too: the old leader's
 // renewal gives its hold up, so the next need not wait for it to run out.
 func TestKeysDeleted(t *testing.T) {

@@ -174,7 +174,8 @@ func ExampleLock_IsLocked() {
 }
 
 // ForceRelease deletes a lock whoever holds it, for operators; the holder
-// finds out at its next renewal, or when it releases.
+// hears of it at once: its Client reads the lock again when Redis tells it
+// the key changed.
 func ExampleLock_ForceRelease() {
 	worker, operator := openClient(), openClient()
 	defer worker.Close()
@@ -185,14 +186,22 @@ func ExampleLock_ForceRelease() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	time.Sleep(10 * time.Millisecond) // a job at work
 	deleted, err := rlock.New(operator, "stuck-job").ForceRelease(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("deleted:", deleted)
+	select {
+	case <-held.Lost():
+		fmt.Println("holder heard:", errors.Is(held.Err(), lease.ErrLost))
+	case <-time.After(5 * time.Second): // its next renewal is 10s away
+		fmt.Println("holder did not hear")
+	}
 	err = held.Release(ctx)
 	fmt.Println("holder's release:", errors.Is(err, lease.ErrNotHeld))
 	// Output:
 	// deleted: true
+	// holder heard: true
 	// holder's release: true
 }

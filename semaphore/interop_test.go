@@ -267,7 +267,7 @@ func TestRedissonInteropReclaim(t *testing.T) {
 
 // leasehold's permit ids are 16 bytes, as Redisson's: Java's API names a
 // leasehold permit by its hex and releases it (an operator's repair from
-// the Java side); the leasehold holder learns at its next renewal.
+// the Java side); the leasehold holder hears of it at once.
 func TestRedissonReleasesLeaseholdPermit(t *testing.T) {
 	srv := redistest.Start(t)
 	c := open(t, srv, leasehold.WithWatchdog(300*time.Millisecond))
