@@ -328,6 +328,43 @@ func commandCalls(tb testing.TB, srv *redistest.Server) (calls, usec map[string]
 	return calls, usec
 }
 
+// The holds on one key are read together: a change to a read-write lock
+// held by five readers of one Client costs it one read, not five, and none
+// of them is lost.
+func TestOneReadPerKey(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv)
+	ctx := context.Background()
+	lock := rw.New(c, "shared")
+	var reads []*lease.Lease
+	for range 5 {
+		reads = append(reads, mustHold(t)(lock.Read().Acquire(ctx)))
+	}
+	time.Sleep(50 * time.Millisecond) // the holds' keys tracked (a read each at most)
+	calls, _ := commandCalls(t, srv)
+	before := calls["hmget"]
+	srv.Do("HSET", "shared", "unrelated", "1") // a hint for every reader
+	deadline := time.Now().Add(heard)
+	for {
+		calls, _ = commandCalls(t, srv)
+		if calls["hmget"] > before || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // any further reads
+	calls, _ = commandCalls(t, srv)
+	if n := calls["hmget"] - before; n != 1 {
+		t.Fatalf("%d reads after one change of the key held by 5 readers, want 1", n)
+	}
+	for _, l := range reads {
+		if l.Err() != nil {
+			t.Fatalf("a reader was lost: %v", l.Err())
+		}
+		mustRelease(t, l)
+	}
+}
+
 // BenchmarkGuard is the cost of hearing of losses at once: 10,000 leases
 // held by one Client, and a stream of foreign writes to their keys (each an
 // invalidation the Client must confirm with a read). One op is one foreign
@@ -354,7 +391,7 @@ func BenchmarkGuard(b *testing.B) {
 	}
 	confirmed := func() int64 {
 		calls, _ := commandCalls(b, srv)
-		return calls["hexists"]
+		return calls["hmget"]
 	}
 	for confirmed() < leases { // the first confirmations, which start the tracking
 		time.Sleep(10 * time.Millisecond)

@@ -2,13 +2,13 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
 
-	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/internal/retry"
 	"github.com/leasehold/leasehold/lease"
 )
@@ -198,48 +198,78 @@ func (g *guard) armDue() {
 	g.arming = nil
 }
 
-// hinted takes the holds whose keys were hinted at since the last round.
-func (g *guard) hinted() []*Hold {
+// hinted takes the holds whose keys were hinted at since the last round,
+// by key.
+func (g *guard) hinted() []keyHolds {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var hs []*Hold
+	var out []keyHolds
 	for key, set := range g.keys {
 		if _, ok := g.pending[key]; !ok && !g.all {
 			continue
 		}
+		kh := keyHolds{key: key}
 		for h := range set {
-			hs = append(hs, h)
+			if h.cfg.Presence.Members != nil {
+				kh.zset = true
+			}
+			kh.holds = append(kh.holds, h)
 		}
+		out = append(out, kh)
 	}
 	clear(g.pending)
 	g.all = false
-	return hs
+	return out
 }
 
-// round reads the presence of every hinted hold in one pipeline and reports
-// those found gone lost. It returns whether some reads failed: their keys
-// are hinted at again, for a round after a backoff.
+// keyHolds are the holds on one key, read together: one HMGET of their
+// fields, or one ZMSCORE of their members (a semaphore's permits).
+type keyHolds struct {
+	key   string
+	zset  bool
+	holds []*Hold
+}
+
+// names are the fields or members the read asks for, every hold's in turn.
+func (kh keyHolds) names() []string {
+	var names []string
+	for _, h := range kh.holds {
+		if kh.zset {
+			names = append(names, h.cfg.Presence.Members...)
+		} else {
+			names = append(names, h.cfg.Presence.Field)
+		}
+	}
+	return names
+}
+
+// round reads the presence of every hinted hold, one read per key, in one
+// pipeline, and reports those found gone lost. It returns whether some
+// reads failed: their keys are hinted at again, for a round after a backoff.
 func (g *guard) round() (failed bool) {
-	hs := g.hinted()
-	if len(hs) == 0 {
+	khs := g.hinted()
+	if len(khs) == 0 {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(g.ctx, confirmTimeout)
 	defer cancel()
-	for i, r := range g.read(ctx, hs) {
-		h := hs[i]
-		gone, err := absent(r, h.cfg.Presence)
-		switch {
-		case err != nil && retry.Classify(err) != retry.Final:
+	for i, r := range g.read(ctx, khs) {
+		kh := khs[i]
+		gone, err := absent(r, kh)
+		if err != nil && retry.Classify(err) != retry.Final {
 			failed = true
-			g.invalidate([]string{h.cfg.Presence.Key}, false)
-		case (gone || wrongType(err)) && h.guarded():
-			why := "not there"
-			if err != nil {
-				why = err.Error() // a key of another type written over it
+			g.invalidate([]string{kh.key}, false)
+			continue
+		}
+		for j, h := range kh.holds {
+			if (wrongType(err) || (err == nil && gone[j])) && h.guarded() {
+				why := "not there"
+				if err != nil {
+					why = err.Error() // a key of another type written over it
+				}
+				h.Lose(Errorf("hold", h.cfg.Name, "%w: gone from Redis (%s, read after an invalidation of %s)",
+					lease.ErrLost, why, kh.key))
 			}
-			h.Lose(Errorf("hold", h.cfg.Name, "%w: gone from Redis (%s, read after an invalidation of %s)",
-				lease.ErrLost, why, h.cfg.Presence.Key))
 		}
 	}
 	return failed
@@ -252,29 +282,30 @@ func wrongType(err error) bool {
 	return ok && strings.HasPrefix(e.Error(), "WRONGTYPE")
 }
 
-// read reads the presence of each of hs in one pipeline, as reads that
-// Redis tracks for the connection (CLIENT CACHING YES before each: rueidis
-// opts in to tracking). On one connection (a single Redis, Sentinel) that
-// is two commands a hold; in Redis Cluster, where a command without a key
-// could go to another node than the read it opts in for, rueidis' own
-// cached reads, five (CLIENT CACHING YES, MULTI, PTTL, the read, EXEC).
-func (g *guard) read(ctx context.Context, hs []*Hold) []rueidis.RedisResult {
+// read reads the presence of the holds of each key in one pipeline, as
+// reads that Redis tracks for the connection (CLIENT CACHING YES before
+// each: rueidis opts in to tracking). On one connection (a single Redis,
+// Sentinel) that is two commands a key; in Redis Cluster, where a command
+// without a key could go to another node than the read it opts in for,
+// rueidis' own cached reads, five (CLIENT CACHING YES, MULTI, PTTL, the
+// read, EXEC).
+func (g *guard) read(ctx context.Context, khs []keyHolds) []rueidis.RedisResult {
 	if g.rc.Mode() == rueidis.ClientModeCluster {
-		cmds := make([]rueidis.CacheableTTL, len(hs))
-		for i, h := range hs {
-			cmds[i] = rueidis.CT(presenceCmd(g.rc, h.cfg.Presence), g.ttl)
+		cmds := make([]rueidis.CacheableTTL, len(khs))
+		for i, kh := range khs {
+			cmds[i] = rueidis.CT(presenceCmd(g.rc, kh), g.ttl)
 		}
 		return g.rc.DoMultiCache(ctx, cmds...)
 	}
-	cmds := make(rueidis.Commands, 0, 2*len(hs))
-	for _, h := range hs {
+	cmds := make(rueidis.Commands, 0, 2*len(khs))
+	for _, kh := range khs {
 		// rueidis writes a DoMulti's commands in a row on its connection:
 		// nothing comes between the opt-in and its read.
-		cmds = append(cmds, g.rc.B().ClientCaching().Yes().Build(), presenceRead(g.rc, h.cfg.Presence))
+		cmds = append(cmds, g.rc.B().ClientCaching().Yes().Build(), presenceRead(g.rc, kh))
 	}
 	res := g.rc.DoMulti(ctx, cmds...)
-	out := make([]rueidis.RedisResult, len(hs))
-	for i := range hs {
+	out := make([]rueidis.RedisResult, len(khs))
+	for i := range khs {
 		out[i] = res[2*i+1]
 		if err := res[2*i].Error(); err != nil {
 			out[i] = res[2*i] // not tracked: the read's answer cannot stand
@@ -283,36 +314,44 @@ func (g *guard) read(ctx context.Context, hs []*Hold) []rueidis.RedisResult {
 	return out
 }
 
-// presenceCmd is the cached read of p: HEXISTS, or ZMSCORE of its members.
-func presenceCmd(rc rueidis.Client, p lua.Presence) rueidis.Cacheable {
-	if p.Members != nil {
-		return rc.B().Zmscore().Key(p.Key).Member(p.Members...).Cache()
+// presenceCmd is the read of the holds of one key: HMGET of their fields,
+// or ZMSCORE of their members.
+func presenceCmd(rc rueidis.Client, kh keyHolds) rueidis.Cacheable {
+	if kh.zset {
+		return rc.B().Zmscore().Key(kh.key).Member(kh.names()...).Cache()
 	}
-	return rc.B().Hexists().Key(p.Key).Field(p.Field).Cache()
+	return rc.B().Hmget().Key(kh.key).Field(kh.names()...).Cache()
 }
 
 // presenceRead is the same read, to send after CLIENT CACHING YES.
-func presenceRead(rc rueidis.Client, p lua.Presence) rueidis.Completed {
-	if p.Members != nil {
-		return rc.B().Zmscore().Key(p.Key).Member(p.Members...).Build()
+func presenceRead(rc rueidis.Client, kh keyHolds) rueidis.Completed {
+	if kh.zset {
+		return rc.B().Zmscore().Key(kh.key).Member(kh.names()...).Build()
 	}
-	return rc.B().Hexists().Key(p.Key).Field(p.Field).Build()
+	return rc.B().Hmget().Key(kh.key).Field(kh.names()...).Build()
 }
 
-// absent reads the reply to presenceCmd(p): whether the hold is gone.
-func absent(r rueidis.RedisResult, p lua.Presence) (bool, error) {
-	if p.Members == nil {
-		n, err := r.AsInt64()
-		return n == 0, err
-	}
-	scores, err := r.ToArray()
+// absent reads the reply to presenceCmd(kh): whether each hold is gone
+// (any of its members missing, for a semaphore's).
+func absent(r rueidis.RedisResult, kh keyHolds) ([]bool, error) {
+	vals, err := r.ToArray()
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	for _, s := range scores {
-		if s.IsNil() {
-			return true, nil
+	if len(vals) != len(kh.names()) {
+		return nil, fmt.Errorf("presence of %s: %d values for %d names", kh.key, len(vals), len(kh.names()))
+	}
+	gone := make([]bool, len(kh.holds))
+	n := 0
+	for j, h := range kh.holds {
+		count := 1
+		if kh.zset {
+			count = len(h.cfg.Presence.Members)
 		}
+		for _, v := range vals[n : n+count] {
+			gone[j] = gone[j] || v.IsNil()
+		}
+		n += count
 	}
-	return false, nil
+	return gone, nil
 }
