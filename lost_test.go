@@ -336,28 +336,32 @@ func TestOneReadPerKey(t *testing.T) {
 	c := open(t, srv)
 	ctx := context.Background()
 	lock := rw.New(c, "shared")
-	var reads []*lease.Lease
+	var held []*lease.Lease
 	for range 5 {
-		reads = append(reads, mustHold(t)(lock.Read().Acquire(ctx)))
+		held = append(held, mustHold(t)(lock.Read().Acquire(ctx)))
 	}
-	time.Sleep(50 * time.Millisecond) // the holds' keys tracked (a read each at most)
-	calls, _ := commandCalls(t, srv)
-	before := calls["hmget"]
-	srv.Do("HSET", "shared", "unrelated", "1") // a hint for every reader
-	deadline := time.Now().Add(heard)
-	for {
-		calls, _ = commandCalls(t, srv)
-		if calls["hmget"] > before || time.Now().After(deadline) {
+	// Wait until the acquisitions' own reads are done: the count stands
+	// still for 100ms.
+	reads := func() int64 { calls, _ := commandCalls(t, srv); return calls["hmget"] }
+	before := reads()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		n := reads()
+		if n == before {
 			break
 		}
+		before = n
+	}
+	srv.Do("HSET", "shared", "unrelated", "1") // a hint for every reader
+	deadline := time.Now().Add(heard)
+	for reads() == before && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	time.Sleep(50 * time.Millisecond) // any further reads
-	calls, _ = commandCalls(t, srv)
-	if n := calls["hmget"] - before; n != 1 {
+	time.Sleep(100 * time.Millisecond) // any further reads
+	if n := reads() - before; n != 1 {
 		t.Fatalf("%d reads after one change of the key held by 5 readers, want 1", n)
 	}
-	for _, l := range reads {
+	for _, l := range held {
 		if l.Err() != nil {
 			t.Fatalf("a reader was lost: %v", l.Err())
 		}
