@@ -74,6 +74,15 @@ func TestKillHolder(t *testing.T) {
 					t.Errorf("the lock was taken %v after the victim entered, before its lease of %v could run out", took, base.Watchdog)
 				}
 			}
+			if kind == KindElection && len(ended) > 0 {
+				// The observers report the last term over a moment after
+				// the takeover the loop waited for: wait for that report
+				// before the workers stop, or stopping may cut it off.
+				last := ended[len(ended)-1]
+				eventually(t, base.Watchdog+5*time.Second, "an observer reports the last term over", func() bool {
+					return len(overReported(r.observed(), last)) > 0
+				})
+			}
 			r.check(waitSlack)
 			if kind == KindElection {
 				obs := r.observed()
