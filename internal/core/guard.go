@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -122,6 +121,15 @@ func (g *guard) invalidate(keys []string, all bool) {
 	if hinted {
 		g.notify()
 	}
+}
+
+// later marks key for the round after a failed read, which the backoff
+// timer starts: a notify would start it at once, a busy loop while Redis
+// is unreachable.
+func (g *guard) later(key string) {
+	g.mu.Lock()
+	g.pending[key] = struct{}{}
+	g.mu.Unlock()
 }
 
 // notify wakes the guard's goroutine without blocking.
@@ -258,11 +266,11 @@ func (g *guard) round() (failed bool) {
 		gone, err := absent(r, kh)
 		if err != nil && retry.Classify(err) != retry.Final {
 			failed = true
-			g.invalidate([]string{kh.key}, false)
+			g.later(kh.key)
 			continue
 		}
 		for j, h := range kh.holds {
-			if (wrongType(err) || (err == nil && gone[j])) && h.guarded() {
+			if (retry.HasCode(err, "WRONGTYPE") || (err == nil && gone[j])) && h.guarded() {
 				why := "not there"
 				if err != nil {
 					why = err.Error() // a key of another type written over it
@@ -273,13 +281,6 @@ func (g *guard) round() (failed bool) {
 		}
 	}
 	return failed
-}
-
-// wrongType reports Redis' WRONGTYPE: the hold's key now holds another
-// type, written over the lock. Other refusals (an ACL) say nothing of it.
-func wrongType(err error) bool {
-	e, ok := rueidis.IsRedisErr(err)
-	return ok && strings.HasPrefix(e.Error(), "WRONGTYPE")
 }
 
 // read reads the presence of the holds of each key in one pipeline, as

@@ -97,9 +97,13 @@ func paused(code string) bool {
 // IsBusy reports whether err is Redis' BUSY: a script of someone else's
 // running past busy-reply-threshold, during which Redis answers every
 // command but a few with it.
-func IsBusy(err error) bool {
+func IsBusy(err error) bool { return HasCode(err, "BUSY") }
+
+// HasCode reports whether err is a Redis error reply of the given code
+// (WRONGTYPE, BUSY, ...), read as Classify reads it.
+func HasCode(err error, code string) bool {
 	e, ok := rueidis.IsRedisErr(err)
-	return ok && replyCode(e.Error()) == "BUSY"
+	return ok && replyCode(e.Error()) == code
 }
 
 // Backoff is the one backoff policy: exponential from first, doubling with
