@@ -35,19 +35,25 @@
 // wake-up per release, however many wait, where a shared channel would wake
 // them all to find that one of them may go. For the same reason waiters do
 // not listen to invalidations of NAME. A lease that runs out is noticed by
-// the head's timer: the head sleeps no longer than the holder's remaining
-// lease, and whoever becomes head while the lease is shorter than its
-// refresh interval is told so.
+// the head's timer: a head that learns the holder's remaining lease is
+// shorter than the refresh interval (a third of the queue timeout) sleeps no
+// longer than that lease, and whoever becomes head while the lease is that
+// short is told so, by the script that made it head or by the next round of
+// its Client's keeper (below).
 //
 // # Timeouts
 //
 // A waiter's place is held by a deadline: the Redis server's time at its
-// last attempt plus the queue timeout (leasehold.WithQueueTimeout, default
-// 5s). A live waiter attempts again at least three times per queue timeout,
-// each attempt pushing its deadline on, so it never loses its place while it
-// can reach Redis. A waiter that stops asking, because its process died or
-// its Client was closed, is removed once its deadline has passed, by
-// whichever attempt or release next finds it at the head. A waiter whose ctx
+// last attempt, or at its Client's last keeping of it, plus the queue
+// timeout (leasehold.WithQueueTimeout, default 5s). A waiter sleeps until it
+// is told to try; meanwhile its Client's keeper keeps its place, three times
+// per queue timeout, in one script per lock for all of the Client's waiters
+// on it (fair_keep: it pushes their deadlines on, removes dead waiters at the
+// head and tells the head when the lock is free or about to run out), so a
+// live waiter never loses its place while its Client can reach Redis. A
+// waiter that stops asking, because its process died or its Client was
+// closed, is removed once its deadline has passed, by whichever attempt,
+// keeping round or release next finds it at the head. A waiter whose ctx
 // ends removes itself at once, and tells the waiter after it if the lock is
 // free: it may have been told so itself just before it gave up.
 //
@@ -61,9 +67,9 @@
 // waiters at the head cost one queue timeout together, not one each. Taking
 // the time from the server, not the client, means a client with a skewed
 // clock cannot remove live waiters. Should a live waiter lose its place all
-// the same (it could not reach Redis for a whole queue timeout), its next
-// attempt joins the queue again at the tail: it never waits for a message
-// meant for a place it no longer has.
+// the same (its Client could not reach Redis for a whole queue timeout), the
+// next keeping round finds it gone and has it try again, which puts it at the
+// tail: it never waits for a message meant for a place it no longer has.
 //
 // Only the head's deadline is checked, so each attempt costs O(1) whatever
 // the length of the queue: a stale entry further back blocks nobody until it
@@ -72,15 +78,17 @@
 // # Liveness
 //
 // Every script that frees the lock or changes the head tells the new head
-// when it has to act, and a head's own timer covers a lease running out. So a
-// free lock with a queue always has a head that was told or whose timer
-// fires, or a dead head that the next attempt of any waiter removes within a
-// queue timeout: the queue cannot stand still with nobody holding the lock
-// (Redisson issues 3730, 4167, 4478).
+// when it has to act, every keeping round tells the head when the lock is
+// free or runs out before the next round, and a head's own timer covers a
+// lease shorter than that. So a free lock with a queue always has a head
+// that was told or whose timer fires, or a dead head that the next keeping
+// round or attempt removes within a queue timeout: the queue cannot stand
+// still with nobody holding the lock (Redisson issues 3730, 4167, 4478).
 //
-// The price is that every waiter makes an attempt per third of the queue
-// timeout while it waits: with the default of 5s, 500 waiters cost Redis
-// about 300 short scripts a second, whatever the rate of releases.
+// The price is one short script per third of the queue timeout for each
+// lock a Client has waiters on, whatever their number: with the default of
+// 5s, a Client with 500 waiters on one lock costs Redis 0.6 scripts a second,
+// all of a Client's locks due together sharing one round trip.
 //
 // # Working with Redisson
 //

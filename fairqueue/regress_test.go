@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -356,4 +358,76 @@ func TestFiveHundredWaiters(t *testing.T) {
 	if n, _ := srv.Do("EXISTS", "crowd", "redisson_lock_queue:{crowd}", "redisson_lock_timeout:{crowd}").AsInt64(); n != 0 {
 		t.Fatalf("%d keys of the lock left behind", n)
 	}
+}
+
+// Waiters sleep while their Client's keeper keeps their places: one script
+// per lock per round (every queue timeout / 3) for all of them, not an
+// attempt by each. 20 waiters of one Client, the lock held for ten rounds:
+// each waiter attempting as it used to would have run 200 scripts.
+func TestWaitersKeptByKeeper(t *testing.T) {
+	const n, qt, window = 20, 600 * time.Millisecond, 2 * time.Second
+	srv := redistest.Start(t)
+	c, w := open(t, srv), open(t, srv)
+	ctx := ctxTimeout(t, 30*time.Second)
+	held := mustAcquire(t, fairqueue.New(c, "kept", leasehold.WithLeaseTime(time.Minute)), ctx)
+	var waiting []<-chan result
+	for i := 0; i < n; i++ {
+		waiting = append(waiting, goAcquire(fairqueue.New(w, "kept", leasehold.WithQueueTimeout(qt)), ctx))
+		queued(t, srv, "kept", i+1)
+	}
+	want := queue(t, srv, "kept")
+	before := calls(t, srv, "evalsha")
+	time.Sleep(window)
+	scripts := calls(t, srv, "evalsha") - before
+	// A round every 200ms: 10 in the window. The bounds leave room for a
+	// loaded machine's late timers either way, and stay far from 200.
+	if scripts < 3 || scripts > 25 {
+		t.Fatalf("%d scripts in %v of %d waiters kept (want about %d)", scripts, window, n, window/(qt/3))
+	}
+	// Every place is still there, in order, its deadline ahead of the
+	// server's clock: kept, three queue timeouts after the last attempt.
+	if got := queue(t, srv, "kept"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("queue %v, want %v", got, want)
+	}
+	now := serverMs(t, srv)
+	for _, owner := range want {
+		deadline, err := srv.Do("ZSCORE", "redisson_lock_timeout:{kept}", owner).AsInt64()
+		if err != nil || deadline <= now {
+			t.Fatalf("waiter %s: deadline %d (%v), server time %d: its place was not kept", owner, deadline, err, now)
+		}
+	}
+	release(t, held)
+	for i := range waiting {
+		release(t, await(t, waiting[i], 5*time.Second, fmt.Sprintf("waiter %d", i)))
+	}
+}
+
+// calls is the number of times Redis has run cmd (INFO commandstats).
+func calls(t *testing.T, srv *redistest.Server, cmd string) int64 {
+	t.Helper()
+	s, err := srv.Do("INFO", "commandstats").ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(s, "cmdstat_"+cmd+":calls=")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// serverMs is the server's clock (TIME), in ms.
+func serverMs(t *testing.T, srv *redistest.Server) int64 {
+	t.Helper()
+	tm, err := srv.Do("TIME").AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := strconv.ParseInt(tm[0], 10, 64)
+	us, _ := strconv.ParseInt(tm[1], 10, 64)
+	return s*1000 + us/1000
 }

@@ -32,7 +32,8 @@ type Keeper struct {
 	replicas       int
 	replicaTimeout time.Duration
 
-	guard *guard // nil without tracking
+	guard  *guard // nil without tracking
+	places *places
 
 	mu     sync.Mutex
 	holds  map[*Hold]struct{}
@@ -54,6 +55,7 @@ func NewKeeper(rc rueidis.Client, watchdog time.Duration, sharded, tracking bool
 		done:     make(chan struct{}),
 		holds:    make(map[*Hold]struct{}),
 		guard:    newGuard(rc, watchdog, tracking),
+		places:   newPlaces(),
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -136,6 +138,11 @@ func (k *Keeper) run() {
 	// the leases' deadlines, a whole lease after their last confirmation.
 	b := retry.Backoff(k.interval/20, k.interval/4)
 	var failed []*Hold
+	// Waiters' places (see places) are kept on a timer of their own, set
+	// to the first lock's due time.
+	kept := time.NewTimer(time.Hour)
+	kept.Stop()
+	defer kept.Stop()
 	for {
 		select {
 		case <-k.ctx.Done():
@@ -145,11 +152,19 @@ func (k *Keeper) run() {
 			failed = k.round(k.renewable())
 		case <-again.C:
 			failed = k.round(failed)
+		case <-k.places.added:
+		case <-kept.C:
+			k.keepPlaces()
 		}
 		if len(failed) > 0 {
 			again.Reset(b.NextBackOff())
 		} else {
 			b.Reset()
+		}
+		if d, ok := k.places.next(); ok {
+			kept.Reset(max(d, 0))
+		} else {
+			kept.Stop()
 		}
 	}
 }
@@ -208,23 +223,32 @@ func (k *Keeper) round(hs []*Hold) (failed []*Hold) {
 	return failed
 }
 
-// renew runs the renewals of hs in one pipeline on c, then again by EVAL
-// those the server answered NOSCRIPT (a new primary after a failover has no
-// scripts), and returns each renewal's reply. With wait set, each pipeline
-// ends with WAIT, whose reply comes last: c must then be one connection
-// (WAIT counts the writes of its own connection), and the NOSCRIPT pipeline
-// waits again.
+// renew runs the renewals of hs in one pipeline on c (see exec) and returns
+// each renewal's reply, then WAIT's when wait is set.
 func (k *Keeper) renew(ctx context.Context, c rueidis.CoreClient, hs []*Hold, wait bool) []rueidis.RedisResult {
-	cmds := make(rueidis.Commands, len(hs), len(hs)+1)
+	calls := make([]*lua.Call, len(hs))
 	for i, h := range hs {
-		cmds[i] = h.cfg.Renew.Cmd(c, k.sharded)
+		calls[i] = h.cfg.Renew
+	}
+	return k.exec(ctx, c, calls, wait)
+}
+
+// exec runs calls in one pipeline on c, then again by EVAL those the server
+// answered NOSCRIPT (a new primary after a failover has no scripts), and
+// returns each call's reply. With wait set, each pipeline ends with WAIT,
+// whose reply comes last: c must then be one connection (WAIT counts the
+// writes of its own connection), and the NOSCRIPT pipeline waits again.
+func (k *Keeper) exec(ctx context.Context, c rueidis.CoreClient, calls []*lua.Call, wait bool) []rueidis.RedisResult {
+	cmds := make(rueidis.Commands, len(calls), len(calls)+1)
+	for i, call := range calls {
+		cmds[i] = call.Cmd(c, k.sharded)
 	}
 	if wait {
 		cmds = append(cmds, k.waitCmd(c))
 	}
 	res := c.DoMulti(ctx, cmds...)
 	var again []int
-	for i, r := range res[:len(hs)] {
+	for i, r := range res[:len(calls)] {
 		if lua.IsNoScript(r.Error()) {
 			again = append(again, i)
 		}
@@ -235,7 +259,7 @@ func (k *Keeper) renew(ctx context.Context, c rueidis.CoreClient, hs []*Hold, wa
 	k.rounds.Add(1)
 	evals := make(rueidis.Commands, len(again), len(again)+1)
 	for j, i := range again {
-		evals[j] = hs[i].cfg.Renew.Eval(c, k.sharded)
+		evals[j] = calls[i].Eval(c, k.sharded)
 	}
 	if wait {
 		evals = append(evals, k.waitCmd(c))
@@ -245,7 +269,7 @@ func (k *Keeper) renew(ctx context.Context, c rueidis.CoreClient, hs []*Hold, wa
 		res[again[j]] = r
 	}
 	if wait {
-		res[len(hs)] = res2[len(again)] // the later WAIT covers both pipelines' writes
+		res[len(calls)] = res2[len(again)] // the later WAIT covers both pipelines' writes
 	}
 	return res
 }

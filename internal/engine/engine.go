@@ -238,12 +238,19 @@ func (e *Engine) register(op, owner string) (waiter, error) {
 	return w, nil
 }
 
+// untold is the pause of a waiter that is told when to try again: longer
+// than any wait, its timer only a formality.
+const untold = 1<<63 - 1
+
 // pause is how long to wait for a wake-up before trying again: the holder's
 // remaining lease, or a backoff after an error.
 func (e *Engine) pause(g lua.Grant, err error, b backoff.BackOff) time.Duration {
 	switch {
 	case err != nil:
 		return b.NextBackOff()
+	case g.Told:
+		// Told when to try again (see lua.Grant): no timer.
+		return untold
 	case g.Wait > 0:
 		// The lease was measured at the server before the reply travelled:
 		// the timer fires no earlier than the key expires.

@@ -171,6 +171,8 @@ func (p *fakeProtocol) Reentrant() bool { return true }
 
 func (p *fakeProtocol) Weight() int { return 0 }
 
+func (p *fakeProtocol) Keep() *lua.Keep { return nil }
+
 func (p *fakeProtocol) Presence(owner string) lua.Presence {
 	return lua.Presence{Key: "job", Field: owner}
 }

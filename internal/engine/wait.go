@@ -24,12 +24,17 @@ type waiting struct {
 	// ready is the subscription's confirmation while one more attempt is
 	// due on it (a release may have slipped in before the subscription);
 	// nil once that attempt was made or was not needed.
-	ready  <-chan struct{}
-	b      *backoff.ExponentialBackOff
-	t      timer
-	last   error // the last attempt's error, which a ctx error names
-	held   bool  // an attempt won: the owner's traces are the lease's now
-	passOn bool  // the wait ended on a wake-up that may have been ours
+	ready <-chan struct{}
+	b     *backoff.ExponentialBackOff
+	t     timer
+	last  error // the last attempt's error, which a ctx error names
+	// poked is signalled (buffer 1) by the keeper when it finds the owner's
+	// place gone (a kind whose waiters keep one: see lua.Keep); unkeep
+	// stops that keeping. Both nil for other kinds.
+	poked  chan struct{}
+	unkeep func()
+	held   bool // an attempt won: the owner's traces are the lease's now
+	passOn bool // the wait ended on a wake-up that may have been ours
 }
 
 // wait runs attempts under owner until one holds the lock, c's ctx ends or
@@ -63,14 +68,42 @@ func (e *Engine) wait(c *call, owner string, mark hub.Mark, g lua.Grant, err err
 	}
 }
 
-// register registers a waiter for the owner's wake-ups.
+// register registers a waiter for the owner's wake-ups, and has the
+// keeper keep its place.
 func (s *waiting) register() error {
 	w, err := s.e.register(s.c.op, s.owner)
 	if err != nil {
 		return err
 	}
 	s.w, s.ready = w, w.Ready()
+	s.keep()
 	return nil
+}
+
+// keep has the keeper keep the owner's place while it waits, for a kind
+// whose waiters hold one (a fair lock's queue): they then sleep until told.
+func (s *waiting) keep() {
+	k := s.e.proto.Keep()
+	if k == nil {
+		return
+	}
+	if s.poked == nil {
+		s.poked = make(chan struct{}, 1)
+	}
+	s.unkeep = s.e.client.Keeper().KeepPlace(k, s.owner, func() {
+		select {
+		case s.poked <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// stopKeeping ends the keeper's keeping of the owner's place.
+func (s *waiting) stopKeeping() {
+	if s.unkeep != nil {
+		s.unkeep()
+		s.unkeep = nil
+	}
 }
 
 // sleep returns when the next attempt is due: on a wake-up, the
@@ -88,6 +121,8 @@ func (s *waiting) sleep() error {
 		s.ready = nil
 	case <-s.w.C():
 	case <-s.t.C():
+	case <-s.poked:
+		// The keeper found the owner's place gone: try again for one.
 	}
 	return nil
 }
@@ -132,8 +167,10 @@ func (s *waiting) try() (ls *lease.Lease, done bool, err error) {
 // waiters have channels of their own registers again.
 func (s *waiting) newOwner() error {
 	prev := s.owner
+	s.stopKeeping()
 	s.owner = s.e.client.NewOwner()
 	if s.e.channel(s.owner) == s.e.channel(prev) {
+		s.keep()
 		return nil
 	}
 	s.w.Leave(false)
@@ -151,6 +188,7 @@ func (s *waiting) stop() {
 	if s.t != nil {
 		s.t.Stop()
 	}
+	s.stopKeeping()
 	if !s.held {
 		s.e.abandon(s.owner)
 	}

@@ -102,6 +102,9 @@ func (p *Campaign) Renewal(owner string) *Call {
 func (p *Campaign) Presence(owner string) Presence { return Presence{Key: p.e.k.Name, Field: owner} }
 
 // Abandon does nothing: a campaigner leaves no trace.
+// Keep is nil: a candidate keeps no place.
+func (p *Campaign) Keep() *Keep { return nil }
+
 func (p *Campaign) Abandon(context.Context, rueidis.Client, string) error { return nil }
 
 // Wakeup is the reentrant lock's: a campaigner waits as an rlock waiter

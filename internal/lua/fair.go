@@ -16,6 +16,7 @@ var (
 	fairAbandon      = load("fair_abandon")
 	fairRelease      = load("fair_release")
 	fairForceRelease = load("fair_force_release")
+	fairKeep         = load("fair_keep")
 )
 
 // refreshes is how many times a waiter renews its place within one queue
@@ -34,6 +35,7 @@ type Fair struct {
 	lease, latch       string // ms
 	queueMs, refreshMs string
 	renew              *Lock
+	keep               *Keep
 }
 
 var _ Protocol = (*Fair)(nil)
@@ -43,17 +45,19 @@ var _ Protocol = (*Fair)(nil)
 func NewFair(name string, cfg Config) *Fair {
 	k := script.KeysOf(name)
 	refresh := cfg.QueueTimeout / refreshes
+	queueKeys := []string{name, k.FairQueue, k.FairTimeout, k.Channel}
 	return &Fair{
 		k:           k,
 		latchPrefix: k.UnlockLatch(""),
 		acquireKeys: []string{name, k.FairQueue, k.FairTimeout, k.Token, k.Channel},
-		queueKeys:   []string{name, k.FairQueue, k.FairTimeout, k.Channel},
+		queueKeys:   queueKeys,
 		refresh:     refresh,
 		lease:       Ms(cfg.Lease),
 		latch:       cfg.latchMs(),
 		queueMs:     Ms(cfg.QueueTimeout),
 		refreshMs:   Ms(refresh),
 		renew:       NewLock(name, cfg),
+		keep:        &Keep{Every: refresh, keys: queueKeys, args: []string{Ms(cfg.QueueTimeout), Ms(refresh), script.UnlockMessage}},
 	}
 }
 
@@ -63,14 +67,16 @@ func (f *Fair) Kind() string { return "fair" }
 // refreshes the waiter's place in it); one that does not (TryAcquire, a
 // re-entry) leaves the queue alone, since nobody would keep the place or
 // give it up.
+//
+// A waiter that does not get the lock is Told: the keeper keeps its place
+// (see Keep) and it tries again when told, on its own channel, that its turn
+// has come. Only the head of the queue times the holder's lease, when that
+// runs out before the keeper's next round, which would otherwise tell it.
 func (f *Fair) Try(ctx context.Context, c rueidis.Client, owner string, wait bool) (Grant, error) {
 	g, err := ParseGrant(fairAcquire.exec(ctx, c, f.acquireKeys,
 		[]string{f.lease, owner, f.queueMs, f.refreshMs, flag(wait), script.UnlockMessage}))
-	// The engine sleeps g.Wait before the next attempt unless woken: a
-	// waiter must come back before its place runs out, and the head must
-	// come back when the holder's lease does.
-	if wait && err == nil && !g.Acquired && (g.Wait <= 0 || g.Wait > f.refresh) {
-		g.Wait = f.refresh
+	if wait && err == nil && !g.Acquired && (g.Wait <= 0 || g.Wait >= f.refresh) {
+		g.Wait, g.Told = 0, true
 	}
 	return g, err
 }
@@ -109,6 +115,9 @@ func (f *Fair) Wakeup(owner string) (channel, key string) { return f.k.FairChann
 
 func (f *Fair) Reentrant() bool { return true }
 
+// Keep is the fair lock's keep-alive of its waiters' places: see Keep.
+func (f *Fair) Keep() *Keep { return f.keep }
+
 func (f *Fair) Weight() int { return 0 }
 
 // ForceRelease runs fair_force_release: it deletes the lock whoever holds it,
@@ -117,4 +126,47 @@ func (f *Fair) Weight() int { return 0 }
 func (f *Fair) ForceRelease(ctx context.Context, c rueidis.Client) (bool, error) {
 	n, err := fairForceRelease.exec(ctx, c, f.queueKeys, []string{script.UnlockMessage}).AsInt64()
 	return n == 1, err
+}
+
+// Keep is one fair lock's keep-alive of its waiters' places: fair_keep, run
+// by a Client's keeper for every owner of the Client waiting on the lock,
+// every Every. Each run refreshes their deadlines, drops waiters at the head
+// whose deadline passed, and tells the head when the lock is free or runs out
+// before the next run. The queue stays as Redisson lays it out, so Redisson
+// waiters, which refresh their own places, share it.
+type Keep struct {
+	// Every is how often the keeper runs it: the refresh interval, a third
+	// of the queue timeout, as often as each waiter's attempt came back.
+	Every time.Duration
+	keys  []string // NAME, queue, timeouts, channel
+	args  []string // queue timeout, refresh interval, message
+}
+
+// MaxKept is the most owners one run of Keep takes: Lua unpacks a few
+// thousand values at most, and fair_keep unpacks two per owner.
+const MaxKept = 1000
+
+// ID is the same for the Keeps of locks of one name and queue timeout, which
+// keep their waiters in one run.
+func (k *Keep) ID() string { return k.keys[0] + "\x00" + k.args[0] }
+
+// Call is fair_keep for owners, at most MaxKept of them.
+func (k *Keep) Call(owners []string) *Call {
+	args := make([]string, 0, len(k.args)+len(owners))
+	return &Call{script: fairKeep, Keys: k.keys, Args: append(append(args, k.args...), owners...)}
+}
+
+// Missing reads fair_keep's reply: the indexes into its owners of those
+// that had no place in the queue (it ran out, or the owner got the lock
+// meanwhile) and were not given one.
+func Missing(res rueidis.RedisResult) ([]int, error) {
+	v, err := Ints(res)
+	if err != nil {
+		return nil, err
+	}
+	idx := make([]int, len(v))
+	for i, n := range v {
+		idx[i] = int(n) - 1
+	}
+	return idx, nil
 }

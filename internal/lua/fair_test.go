@@ -2,6 +2,7 @@ package lua
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,12 @@ func TestFairScriptsPruneAndTellHead(t *testing.T) {
 		return func() (any, error) { return fair.abandon(ctx, c, owner) }
 	}
 	force := func() (any, error) { return fair.ForceRelease(ctx, c) }
+	keep := func(owners ...string) func() (any, error) {
+		return func() (any, error) {
+			missing, err := Missing(c.Do(ctx, fair.Keep().Call(owners).Eval(c, false)))
+			return fmt.Sprint(missing), err
+		}
+	}
 
 	// Each step runs on the state the ones before left.
 	steps := []struct {
@@ -58,6 +65,8 @@ func TestFairScriptsPruneAndTellHead(t *testing.T) {
 		{"a takes the free lock", false, acquire("a"), true, nil, ""},
 		{"b queues", false, acquire("b"), false, []string{"b"}, ""},
 		{"c queues", false, acquire("c"), false, []string{"b", "c"}, ""},
+		// x has no place: it is reported, not given one (ZADD XX).
+		{"fair_keep", true, keep("b", "x", "c"), "[1]", []string{"b", "c"}, "b"},
 		{"fair_abandon: the head leaves", false, abandon("b"), true, []string{"c"}, "c"},
 		{"fair_release frees", true, release("a", "r1"), Freed, []string{"c"}, "c"},
 		{"fair_acquire: a newcomer to a free lock queues", true, acquire("d"), false, []string{"c", "d"}, "c"},

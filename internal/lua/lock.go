@@ -65,6 +65,9 @@ func (l *Lock) Renewal(owner string) *Call {
 // Presence is owner's field in the lock hash.
 func (l *Lock) Presence(owner string) Presence { return Presence{Key: l.k.Name, Field: owner} }
 
+// Keep is nil: a waiter of the reentrant lock keeps no place.
+func (l *Lock) Keep() *Keep { return nil }
+
 // Abandon does nothing: a waiter leaves no trace.
 func (l *Lock) Abandon(context.Context, rueidis.Client, string) error { return nil }
 

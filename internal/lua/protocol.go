@@ -51,6 +51,11 @@ type Protocol interface {
 	// Presence is where owner's hold lives in Redis: the key whose
 	// invalidation hints that it may be gone, and what to read to know.
 	Presence(owner string) Presence
+	// Keep is how the keeper keeps the places of the lock's waiters while
+	// they sleep (a fair lock's queue): one script per round for all of a
+	// Client's waiters on the lock, rather than an attempt by each. nil for
+	// a kind whose waiters keep no place.
+	Keep() *Keep
 }
 
 // Presence is where a hold lives in Redis. Key is the key whose
@@ -114,6 +119,10 @@ type Grant struct {
 	// Wait is how long the current holder's lease still runs (when not
 	// Acquired); zero or less when Redis gave no expiry.
 	Wait time.Duration
+	// Told is set (when not Acquired) for a waiter that need not come
+	// back on a timer: it is told when to try again (a fair lock's waiter
+	// behind the head, whose place the keeper keeps).
+	Told bool
 }
 
 // Release outcomes, as the release scripts return them (each script's

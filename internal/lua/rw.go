@@ -100,6 +100,9 @@ func (r *Read) Renewal(owner string) *Call {
 	return &Call{script: rwReadRenew, Keys: []string{r.k.Name, r.k.ReadHolds(owner)}, Args: []string{r.lease, owner}}
 }
 
+// Keep is nil: a waiting reader keeps no place.
+func (r *Read) Keep() *Keep { return nil }
+
 // Abandon does nothing: a waiting reader leaves no trace.
 func (r *Read) Abandon(context.Context, rueidis.Client, string) error { return nil }
 
@@ -150,6 +153,10 @@ func (w *Write) Presence(owner string) Presence {
 func (w *Write) Renewal(owner string) *Call {
 	return &Call{script: rwWriteRenew, Keys: w.renewKeys, Args: []string{w.lease, writeField(owner)}}
 }
+
+// Keep is nil: a waiting writer's announcement (writer preference) is
+// renewed by its own attempts, which it makes before the announcement runs out.
+func (w *Write) Keep() *Keep { return nil }
 
 // Abandon runs rw_write_abandon: it withdraws owner's announcement (writer
 // preference; without it there is none, and this does nothing).

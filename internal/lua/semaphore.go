@@ -122,6 +122,10 @@ func (w *Weighted) Presence(owner string) Presence {
 	return Presence{Key: w.s.k.SemaphoreTimeout, Members: ids}
 }
 
+// Keep is nil: a waiting claim (for more than one permit) is renewed by
+// the waiter's own attempts, which it makes before the claim runs out.
+func (w *Weighted) Keep() *Keep { return nil }
+
 // Abandon runs semaphore_abandon: it withdraws the claim of owner, a waiter
 // that stops waiting. A waiter for one permit leaves none.
 func (w *Weighted) Abandon(ctx context.Context, c rueidis.Client, owner string) error {
