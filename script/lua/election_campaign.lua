@@ -26,14 +26,20 @@
 --                                -1: no expiry), or when OWNER's term was
 --                                ended under it (pttl of what is left).
 -- Everything that can fail (a key of another type, a corrupt counter, a hold
--- count that is not an integer) fails before the first write: HINCRBY is the
--- first (HDEL, when the term was ended, writes nothing that can fail after).
+-- count that is not an integer) fails before the first write, the token's
+-- INCR (HDEL, when the term was ended, writes nothing that can fail after).
 -- Replies are written as one string of space-separated values: see lib/reply.lua.
+--
+-- Calls: first campaign 9, first campaign new counter 10, re-entry 11, held by another 3
 --!include reply
 --!include token
-local held = redis.call('hexists', KEYS[1], ARGV[2]) == 1
-if not held and redis.call('exists', KEYS[1]) == 1 then
-  return reply(0, redis.call('pttl', KEYS[1]))
+--!include hold
+local held = false
+if redis.call('exists', KEYS[1]) == 1 then
+  held = redis.call('hget', KEYS[1], ARGV[2])
+  if not held then
+    return reply(0, redis.call('pttl', KEYS[1]))
+  end
 end
 local kind = redis.call('type', KEYS[3])['ok']
 if kind ~= 'hash' and kind ~= 'none' then
@@ -46,17 +52,22 @@ if held and redis.call('hget', KEYS[3], 'owner') ~= ARGV[2] then
   end
   return reply(0, redis.call('pttl', KEYS[1]))
 end
-local plan, err = token_plan(KEYS[2])
-if not plan then
+local err = held and hold_check(KEYS[1], ARGV[2], held)
+local token
+if not err then
+  token, err = token_draw(KEYS[2], ARGV[1])
+end
+if not token then
   return redis.error_reply('ERR ' .. err)
 end
 local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-local token = token_draw(KEYS[2], plan, ARGV[1])
 redis.call('pexpire', KEYS[1], ARGV[1])
 if held then
   redis.call('hset', KEYS[3], 'value', ARGV[3])
 else
-  redis.call('del', KEYS[3])
+  if kind == 'hash' then
+    redis.call('del', KEYS[3])
+  end
   redis.call('hset', KEYS[3], 'value', ARGV[3], 'token', token, 'owner', ARGV[2])
 end
 redis.call('pexpire', KEYS[3], ARGV[1])

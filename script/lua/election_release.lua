@@ -22,6 +22,8 @@
 -- Returns 1 when the lock is now free, 0 when OWNER (or another owner) still
 -- holds it, -1 when OWNER did not hold it (a leader key of OWNER's left
 -- behind is deleted all the same).
+--
+-- Calls: release all 6, one of several holds 7, not held 2
 local mine = redis.pcall('hget', KEYS[4], 'owner') == ARGV[3]
 local function resign()
   if mine then
@@ -46,11 +48,13 @@ local latched = redis.call('get', KEYS[3])
 if latched then
   return tonumber(latched)
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+local held = redis.call('hget', KEYS[1], ARGV[3])
+if not held then
   resign()
   return -1
 end
-if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
+-- The last hold goes with the hash: no HINCRBY to 0 first.
+if held ~= '1' and redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[2])
   if mine then
     redis.call('pexpire', KEYS[4], ARGV[2])

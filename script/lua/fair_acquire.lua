@@ -25,6 +25,8 @@
 -- waiter's deadline depends on nothing but its own last attempt: deadlines
 -- cannot drift, and clients with skewed clocks cannot evict live waiters.
 -- Replies are written as one string of space-separated values: see lib/reply.lua.
+--
+-- Calls: free lock 11, re-entry 10, held by another 8, held by another joining 12, head of the queue 16
 --!include reply
 redis.replicate_commands() -- TIME before writes (Redis < 5); a no-op since 7.0
 local t = redis.call('time')
@@ -37,39 +39,42 @@ local refresh = tonumber(ARGV[4])
 --!include fair_prune
 --!include fair_tell_head
 --!include token
+--!include hold
 
--- Everything that can fail (a key of another type, a corrupt counter) fails
--- before the first write: the reads come first.
-local mine = redis.call('hexists', KEYS[1], owner) == 1
-local plan, err = token_plan(KEYS[4])
-if not plan then
+-- Everything that can fail (a key of another type, a corrupt counter, a hold
+-- count that is not an integer) fails before the first write: the reads
+-- come first. The counter is checked here and drawn from after the queue is
+-- pruned, so that the draw cannot fail after a write.
+local held = redis.call('hget', KEYS[1], owner)
+local err = (held and hold_check(KEYS[1], owner, held)) or token_check(KEYS[4])
+if err then
   return redis.error_reply('ERR ' .. err)
 end
 queue_check(KEYS[2], KEYS[3])
 
--- Re-entry by the holder. HINCRBY is its first write: a hold count that is
--- not an integer fails there, before anything is written.
-if mine then
+-- Re-entry by the holder.
+if held then
+  local token = token_draw(KEYS[4], ARGV[1], t)
   local count = redis.call('hincrby', KEYS[1], owner, 1)
-  local token = token_draw(KEYS[4], plan, ARGV[1])
   redis.call('pexpire', KEYS[1], ARGV[1])
   if prune(KEYS[2], KEYS[3], now) then
     tell_head(KEYS[1], KEYS[2], KEYS[5], ARGV[6], refresh, owner)
   end
   return reply(1, token, count)
 end
-local pruned = prune(KEYS[2], KEYS[3], now)
+local pruned, head = prune(KEYS[2], KEYS[3], now)
 
 -- A free lock goes to the head of the queue, or to anyone if nobody waits:
 -- never to a newcomer while others wait.
-local head = redis.call('lindex', KEYS[2], 0)
 local free = redis.call('exists', KEYS[1]) == 0
 if free and (not head or head == owner) then
+  local token = token_draw(KEYS[4], ARGV[1], t)
   if head then
+    -- The zset and the list change together in every script (ours and
+    -- Redisson's): an owner in neither has no score to remove.
     redis.call('lpop', KEYS[2])
+    redis.call('zrem', KEYS[3], owner)
   end
-  redis.call('zrem', KEYS[3], owner)
-  local token = token_draw(KEYS[4], plan, ARGV[1])
   redis.call('hset', KEYS[1], owner, 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   if head or pruned then

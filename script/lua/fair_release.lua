@@ -18,6 +18,8 @@
 --
 -- Returns 1 when the lock is now free, 0 when OWNER still holds it,
 --         -1 when OWNER did not hold it.
+--
+-- Calls: release all 9, release all with a waiter 12, one of several holds 8, not held 8
 redis.replicate_commands()
 local latched = redis.call('get', KEYS[5])
 if latched then
@@ -35,7 +37,8 @@ local refresh = tonumber(ARGV[6])
 -- Everything that can fail fails before the first write: keys of another
 -- type here; a hold count that is not an integer in HINCRBY, the first write.
 queue_check(KEYS[2], KEYS[3])
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+local held = redis.call('hget', KEYS[1], ARGV[3])
+if not held then
   -- Not held: the lease ran out first. If nobody took the lock since, this
   -- is a moment the head may not have heard of: tell it.
   if redis.call('exists', KEYS[1]) == 0 then
@@ -44,8 +47,9 @@ if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
   end
   return -1
 end
+-- The last hold goes with the hash: no HINCRBY to 0 first.
 local count = 0
-if ARGV[5] == '0' then
+if ARGV[5] == '0' and held ~= '1' then
   count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
 end
 if count > 0 then

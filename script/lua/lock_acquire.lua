@@ -10,19 +10,36 @@
 -- Returns {1, token, hold count} when OWNER holds the lock (token a decimal string),
 --         {0, pttl}              when another owner does (pttl in ms, -1: no expiry).
 -- Everything that can fail (a key of another type, a corrupt counter, a hold
--- count that is not an integer) fails before the first write: HINCRBY is the
--- first.
+-- count that is not an integer) fails before the first write, the token's
+-- INCR: on a free lock nothing else can fail, and a re-entry checks the
+-- count it read first.
 -- Replies are written as one string of space-separated values: see lib/reply.lua.
+--
+-- Calls: free lock 5, free lock new counter 6, re-entry 6, held by another 3
 --!include reply
 --!include token
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  local plan, err = token_plan(KEYS[2])
-  if not plan then
+--!include hold
+if redis.call('exists', KEYS[1]) == 0 then
+  local token, err = token_draw(KEYS[2], ARGV[1])
+  if not token then
     return redis.error_reply('ERR ' .. err)
   end
-  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  local token = token_draw(KEYS[2], plan, ARGV[1])
+  redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return reply(1, token, count)
+  return reply(1, token, 1)
 end
-return reply(0, redis.call('pttl', KEYS[1]))
+local held = redis.call('hget', KEYS[1], ARGV[2])
+if not held then
+  return reply(0, redis.call('pttl', KEYS[1]))
+end
+local err = hold_check(KEYS[1], ARGV[2], held)
+local token
+if not err then
+  token, err = token_draw(KEYS[2], ARGV[1])
+end
+if not token then
+  return redis.error_reply('ERR ' .. err)
+end
+local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+redis.call('pexpire', KEYS[1], ARGV[1])
+return reply(1, token, count)

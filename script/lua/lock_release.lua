@@ -20,6 +20,8 @@
 --
 -- Returns 1 when the lock is now free, 0 when OWNER (or another owner) still
 -- holds it, -1 when OWNER did not hold it.
+--
+-- Calls: release all 3, not held 1, one of several holds 5, last hold 5, latched 1
 if ARGV[5] == '1' then
   if redis.call('hdel', KEYS[1], ARGV[3]) == 0 then
     return -1
@@ -35,10 +37,13 @@ local latched = redis.call('get', KEYS[3])
 if latched then
   return tonumber(latched)
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+local held = redis.call('hget', KEYS[1], ARGV[3])
+if not held then
   return -1
 end
-if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
+-- The last hold goes with the hash: no HINCRBY to 0 first. A count that is
+-- not an integer fails in HINCRBY, the first write.
+if held ~= '1' and redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[2])
   redis.call('set', KEYS[3], 0, 'px', ARGV[4])
   return 0

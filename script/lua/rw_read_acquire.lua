@@ -17,42 +17,61 @@
 --                                pttl, or how long waiting writers still
 --                                hold readers back; -1: no expiry).
 -- Everything that can fail (a key of another type, a corrupt counter, a hold
--- count that is not an integer) fails before the first write, or in it:
--- HINCRBY on an existing count comes first.
+-- count that is not an integer) fails before the first write, the token's
+-- INCR: the reads come first, and a re-entry checks the count it read.
 -- Replies are written as one string of space-separated values: see lib/reply.lua.
+--
+-- Calls: free lock 7, free lock new counter 8, joining readers 9, re-entry 8, held by a writer 3, writer waiting 4
 --!include reply
 --!include token
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false and redis.call('exists', KEYS[1]) == 1 then
-  -- NAME is some other kind of lock (no mode field): never write into it.
-  return reply(0, redis.call('pttl', KEYS[1]))
-end
-local mine = redis.call('hexists', KEYS[1], ARGV[2]) == 1
-local plan, err = token_plan(KEYS[3])
-if not plan then
-  return redis.error_reply('ERR ' .. err)
-end
-if mode == 'write' and not mine then
-  if ARGV[3] == '' or redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+--!include hold
+local mode, mine = false, false
+if redis.call('exists', KEYS[1]) == 1 then
+  local f = redis.call('hmget', KEYS[1], 'mode', ARGV[2], ARGV[3])
+  mode, mine = f[1], f[2]
+  if mode == false then
+    -- NAME is some other kind of lock (no mode field): never write into it.
     return reply(0, redis.call('pttl', KEYS[1]))
   end
-elseif not mine then
-  -- Writer preference: a new reader stands back while a writer waits. A
-  -- reader that already holds is always admitted, or a nested read would
-  -- deadlock with the writer waiting for it.
-  local t = redis.call('time')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('zremrangebyscore', KEYS[4], '-inf', now)
-  local last = redis.call('zrange', KEYS[4], -1, -1, 'WITHSCORES')
-  if #last > 0 then
-    return reply(0, math.max(tonumber(last[2]) - now, 1))
+  if mode == 'write' and not mine and (ARGV[3] == '' or not f[3]) then
+    return reply(0, redis.call('pttl', KEYS[1]))
   end
 end
-if mode == false then
-  redis.call('hset', KEYS[1], 'mode', 'read') -- a new hash: HINCRBY below cannot fail
+local err = mine and hold_check(KEYS[1], ARGV[2], mine)
+if err then
+  return redis.error_reply('ERR ' .. err)
 end
-local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-local token = token_draw(KEYS[3], plan, ARGV[1])
+local t
+if not mine and mode ~= 'write' then
+  -- Writer preference: a new reader stands back while a writer waits. A
+  -- reader that already holds is always admitted, or a nested read would
+  -- deadlock with the writer waiting for it. The announcement that lasts
+  -- longest is the last; an expired one is no one waiting. A key of another
+  -- type fails here, before the writes.
+  local last = redis.call('zrange', KEYS[4], -1, -1, 'WITHSCORES')
+  if #last > 0 then
+    t = redis.call('time')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    if tonumber(last[2]) > now then
+      return reply(0, tonumber(last[2]) - now)
+    end
+  end
+end
+local token
+token, err = token_draw(KEYS[3], ARGV[1], t)
+if not token then
+  return redis.error_reply('ERR ' .. err)
+end
+local count = 1
+if mode == false then
+  redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], 1)
+else
+  count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+end
 redis.call('set', KEYS[2] .. ':' .. count, 1, 'px', ARGV[1])
-redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))
+if mode == false then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+else
+  redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))
+end
 return reply(1, token, count)

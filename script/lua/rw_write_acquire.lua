@@ -16,30 +16,44 @@
 -- Returns {1, token, hold count} when OWNER holds the write lock (token a decimal string),
 --         {0, pttl}              when another owner holds NAME (-1: no expiry).
 -- Everything that can fail (a key of another type, a corrupt counter, a hold
--- count that is not an integer) fails before the first write, or in it:
--- HINCRBY on an existing count comes first.
+-- count that is not an integer) fails before the first write, the token's
+-- INCR: the reads come first, and a re-entry checks the count it read.
 -- Replies are written as one string of space-separated values: see lib/reply.lua.
+--
+-- Calls: free lock 6, free lock new counter 7, re-entry 8, held by another 3, held by another announcing 7
 --!include reply
 --!include token
-local mode = redis.call('hget', KEYS[1], 'mode')
-local fresh = mode == false and redis.call('exists', KEYS[1]) == 0
-if fresh or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
-  local plan, err = token_plan(KEYS[2])
-  if not plan then
+--!include hold
+local fresh = redis.call('exists', KEYS[1]) == 0
+local held
+if not fresh then
+  local f = redis.call('hmget', KEYS[1], 'mode', ARGV[2])
+  held = f[1] == 'write' and f[2]
+end
+if fresh or held then
+  local err = held and hold_check(KEYS[1], ARGV[2], held)
+  if err then
     return redis.error_reply('ERR ' .. err)
   end
-  redis.call('zscore', KEYS[3], ARGV[2]) -- a key of another type fails here, before the writes
-  local count
+  -- A key of another type fails here, before the writes; a writer that
+  -- announced itself while waiting withdraws.
+  local announced = redis.call('zscore', KEYS[3], ARGV[2])
+  local token
+  token, err = token_draw(KEYS[2], ARGV[1])
+  if not token then
+    return redis.error_reply('ERR ' .. err)
+  end
+  local count = 1
   if fresh then
-    redis.call('hset', KEYS[1], 'mode', 'write') -- a new hash: HINCRBY below cannot fail
-    count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
   else
     count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))
   end
-  local token = token_draw(KEYS[2], plan, ARGV[1])
-  redis.call('zrem', KEYS[3], ARGV[2])
+  if announced then
+    redis.call('zrem', KEYS[3], ARGV[2])
+  end
   return reply(1, token, count)
 end
 local pttl = redis.call('pttl', KEYS[1])

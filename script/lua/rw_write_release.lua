@@ -16,6 +16,8 @@
 --
 -- Returns 1 when OWNER no longer holds the write lock, 0 when it still does,
 --         -1 when it did not hold it.
+--
+-- Calls: release all 8, one of several holds 7, not held 2
 local latched = redis.call('get', KEYS[3])
 if latched then
   return tonumber(latched)

@@ -37,47 +37,54 @@
 -- Everything that can fail (a key of another type, NAME not an integer)
 -- fails before the first write; so does N above the total.
 -- Replies are written as one string of space-separated values: see lib/reply.lua.
+--
+-- Calls: one permit 8, 3 permits 8, none left 6, over total 2, never set 6, claim and wait 9
 --!include reply
 --!include semaphore
 local available, taken, err = semaphore_read(KEYS[1], KEYS[2])
 if err then
   return redis.error_reply('ERR ' .. err)
 end
-redis.call('zcard', KEYS[4]) -- a key of another type fails here, before the writes
 local n = tonumber(ARGV[1])
 if available and available + taken > 0 and n > available + taken then
   return reply(-1, available + taken)
 end
-local now = semaphore_now()
-available = semaphore_reclaim(KEYS[1], KEYS[2], KEYS[3], now)
-
-redis.call('zremrangebyscore', KEYS[4], '-inf', now)
-local held, blocking = 0, nil
+-- Read before the writes: a key of another type fails here.
 local claims = redis.call('zrange', KEYS[4], 0, -1, 'WITHSCORES')
+local now = semaphore_now()
+available = semaphore_reclaim(KEYS[1], KEYS[2], KEYS[3], now, available)
+
+-- Claims whose expiry has passed are no one waiting: they are skipped here,
+-- and go with the zset's own TTL.
+local held, blocking, claimed = 0, nil, false
 for i = 1, #claims, 2 do
-  local need = tonumber(string.match(claims[i], ':(%d+)$'))
-  if claims[i] ~= ARGV[4] and need and need > n then
-    held = held + need
-    local expiry = tonumber(claims[i + 1])
-    if not blocking or expiry < blocking then
-      blocking = expiry
+  local expiry = tonumber(claims[i + 1])
+  if claims[i] == ARGV[4] then
+    claimed = expiry > now
+  elseif expiry > now then
+    local need = tonumber(string.match(claims[i], ':(%d+)$'))
+    if need and need > n then
+      held = held + need
+      if not blocking or expiry < blocking then
+        blocking = expiry
+      end
     end
   end
 end
 
 if available and available - n >= held then
   redis.call('decrby', KEYS[1], n)
-  local expiry = now + tonumber(ARGV[2])
-  for i = 0, n - 1 do
-    redis.call('zadd', KEYS[2], expiry, permit_id(ARGV[3], i))
-  end
+  permits_call('zadd', KEYS[2], ARGV[3], n, now + tonumber(ARGV[2]))
   -- Redisson's acquire: the permits live no longer than a NAME given a TTL.
   local ttl = redis.call('pttl', KEYS[1])
   if ttl > 0 then
     redis.call('pexpire', KEYS[2], ttl)
   end
-  if redis.call('zrem', KEYS[4], ARGV[4]) == 1 and available - n > 0 then
-    redis.pcall('publish', KEYS[3], available - n)
+  if claimed then
+    redis.call('zrem', KEYS[4], ARGV[4])
+    if available - n > 0 then
+      redis.pcall('publish', KEYS[3], available - n)
+    end
   end
   return reply(1, 0, n)
 end

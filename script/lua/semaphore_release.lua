@@ -17,16 +17,15 @@
 -- when some were not (expired and given back by another's attempt, or
 -- removed by an operator): those still held are given back all the same.
 -- Everything that can fail fails before the first write.
+--
+-- Calls: one permit 5, 3 permits 5, not held 3
 --!include semaphore
 local _, _, err = semaphore_read(KEYS[1], KEYS[2])
 if err then
   return redis.error_reply('ERR ' .. err)
 end
 local n = tonumber(ARGV[2])
-local removed = 0
-for i = 0, n - 1 do
-  removed = removed + redis.call('zrem', KEYS[2], permit_id(ARGV[1], i))
-end
+local removed = permits_call('zrem', KEYS[2], ARGV[1], n)
 if removed > 0 then
   local value = redis.call('incrby', KEYS[1], removed)
   if value > 0 then

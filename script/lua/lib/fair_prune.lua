@@ -1,6 +1,7 @@
 -- fair_prune: prune(queue, timeouts, now) drops the waiters at the head of a
 -- fair lock's queue whose deadline has passed (or that have none): they
--- stopped asking. It returns whether it dropped any.
+-- stopped asking. It returns whether it dropped any, and the head it left
+-- (nil for an empty queue).
 --
 -- queue_check(queue, timeouts) reads both keys, so that one of another type
 -- fails there: call it before the script's first write, since prune may read
@@ -24,11 +25,11 @@ local function prune(queue, timeouts, now)
   while true do
     local head = redis.call('lindex', queue, 0)
     if not head then
-      return pruned
+      return pruned, nil
     end
     local deadline = redis.call('zscore', timeouts, head)
     if deadline and tonumber(deadline) > now then
-      return pruned
+      return pruned, head
     end
     redis.call('lpop', queue)
     redis.call('zrem', timeouts, head)

@@ -15,13 +15,17 @@
 -- message.
 -- semaphore_now() is the server's clock (TIME) in ms: expiries are never
 -- taken from a client's clock.
--- semaphore_reclaim(name, timeouts, channel, now) gives back every permit
--- whose expiry has passed, as Redisson's scripts do before they act, and
--- publishes the permits then available when there are any. It returns the
--- permits available after (nil when NAME is unset and nothing expired).
+-- semaphore_reclaim(name, timeouts, channel, now, available) gives back
+-- every permit whose expiry has passed, as Redisson's scripts do before they
+-- act, and publishes the permits then available when there are any.
+-- available is what semaphore_read returned. It returns the permits
+-- available after (nil when NAME is unset and nothing expired).
 -- permit_id(prefix, i) is permit i (0-based) of a leasehold lease: the
 -- lease's 14-byte prefix and i as 2 big-endian bytes, 16 bytes in all, the
 -- size of Redisson's ids.
+-- permits_call(cmd, key, prefix, n, score) runs cmd (ZADD with score, or
+-- ZREM) on the n permits of a lease, a few hundred a call rather than one,
+-- and returns the sum of the replies.
 --
 -- Needs in scope: nothing but redis; the keys are parameters.
 
@@ -50,11 +54,10 @@ local function semaphore_now()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
-local function semaphore_reclaim(name, timeouts, channel, now)
+local function semaphore_reclaim(name, timeouts, channel, now, available)
   local expired = redis.call('zcount', timeouts, 0, now)
   if expired == 0 then
-    local value = redis.call('get', name)
-    return value and tonumber(value)
+    return available
   end
   redis.call('zremrangebyscore', timeouts, 0, now)
   local value = redis.call('incrby', name, expired)
@@ -66,4 +69,22 @@ end
 
 local function permit_id(prefix, i)
   return prefix .. string.char(math.floor(i / 256), i % 256)
+end
+
+local function permits_call(cmd, key, prefix, n, score)
+  local sum = 0
+  local args = {}
+  for first = 0, n - 1, 256 do
+    local m = 0
+    for i = first, math.min(first + 255, n - 1) do
+      if score then
+        args[m + 1] = score
+        m = m + 1
+      end
+      args[m + 1] = permit_id(prefix, i)
+      m = m + 1
+    end
+    sum = sum + redis.call(cmd, key, unpack(args, 1, m))
+  end
+  return sum
 end

@@ -1,20 +1,43 @@
--- token: the fencing counter of a lock, redisson_lock_token:{NAME}. Each
--- acquisition draws max(counter + 1, the server's TIME in microseconds), so
--- tokens keep rising when the counter is gone (a restart without
--- persistence, or its expiry): they are then near-timestamps, far below
--- 2^63, and two draws in one microsecond still differ by the +1. It assumes
--- the server's clock is not stepped back across a restart, as key expiry
--- does. The counter is PEXPIREd to at least the lease, so it never outlives
--- the last lock by more than that (after a draw from the clock, exactly the
--- lease of that acquisition).
+-- token: the fencing counter of a lock, redisson_lock_token:{NAME}, which
+-- Redisson's RFencedLock INCRs. A draw INCRs it too. A counter that no draw
+-- from the clock left (new, Redisson's own small one, negative) is set to the
+-- server's TIME in microseconds instead, a near-timestamp: every reading of
+-- a µs clock since 2001 is above 10^15, so a counter below that came from no
+-- clock. Tokens thus rise by one per draw while the counter lives, and when
+-- it is gone (its expiry, a restart without persistence) they start again
+-- from the clock, above every token drawn from it before: a counter set from
+-- the clock and raised by one per draw stays behind the clock, since a draw
+-- is a script run and Redis runs fewer than one a microsecond. It assumes the
+-- server's clock is not stepped back across a restart, as key expiry does.
 --
--- token_plan(key) reads the counter and may fail (a key of another type, a
--- value that is not an integer, a counter at 2^63-1): call it before the
--- script's first write. It returns the plan, or nil and an error message.
--- token_draw(key, plan, lease) writes the counter and returns the token as a
--- decimal string (exact beyond 2^53, where Lua's numbers are not).
+-- The counter is PEXPIREd with the lease at every draw, so it lives while the
+-- lock is used (a Redisson INCR between two draws finds it) and never
+-- outlives the last acquisition by more than its lease. Its expiry is safe
+-- for a counter behind the clock. One ahead of it (raised by quorum, a clock
+-- stepped back, a failover to a replica whose clock is behind) must outlive
+-- every token drawn from it: it does while it is drawn from, for the lease of
+-- the last draw, so locks of one name should share one lease time.
+--
+-- token_draw(key, lease, t) draws a token and returns it as a decimal string
+-- (exact beyond 2^53, where Lua's numbers are not), or nil and an error
+-- message when the counter cannot give one (a value that is not an integer,
+-- a counter at 2^63-1); a key of another type raises WRONGTYPE. Its first
+-- write is an INCR that fails whole: call it after everything else that can
+-- fail and before any other write. t is the reply of TIME if the script read
+-- it already, else nil.
+--
+-- token_check(key) reads the counter and returns an error message when a
+-- draw would fail on it, else nil (a key of another type raises WRONGTYPE):
+-- for a script that must write before it knows whether it draws (a fair
+-- lock prunes its queue first), so that token_draw cannot fail after.
 --
 -- Needs in scope: nothing but redis; the key is a parameter.
+
+-- token_clock is TIME as a decimal count of microseconds.
+local function token_clock(t)
+  t = t or redis.call('time')
+  return t[1] .. string.sub('000000', #t[2] + 1) .. t[2]
+end
 
 -- decimal_less compares two non-negative decimal integers without leading
 -- zeros.
@@ -35,44 +58,73 @@ local function decimal_incr(s)
   return string.sub(s, 1, i - 1) .. string.char(string.byte(s, i) + 1) .. string.rep('0', #s - i)
 end
 
-local function token_plan(key)
-  local cur = redis.call('get', key)
-  local t = redis.call('time')
-  local us = t[2]
-  local floor = t[1] .. string.sub('000000', #us + 1) .. us
-  if not cur then
-    return {set = floor}
-  end
+-- token_refusal is why a draw fails on the counter value cur, or nil.
+local function token_refusal(key, cur)
   if not string.match(cur, '^%-?%d+$') then
-    return nil, 'fencing counter ' .. key .. ' holds "' .. cur .. '", not an integer'
+    return 'fencing counter ' .. key .. ' holds "' .. cur .. '", not an integer'
   end
   if string.sub(cur, 1, 1) == '-' then
-    return {set = floor}
+    return nil
   end
   cur = string.match(cur, '^0*(%d-)$')
-  if cur == '' then
-    cur = '0'
-  end
-  if decimal_less(cur, floor) then
-    return {set = floor}
-  end
   if not decimal_less(cur, '9223372036854775807') then
-    return nil, 'fencing counter ' .. key .. ' is at ' .. cur .. ': no token above it fits in 63 bits'
+    return 'fencing counter ' .. key .. ' is at ' .. cur .. ': no token above it fits in 63 bits'
   end
-  -- Written as a decimal string, not INCRed: INCR refuses a value with
-  -- leading zeros, which this accepts.
-  return {set = decimal_incr(cur), keep = true}
+  return nil
 end
 
-local function token_draw(key, plan, lease)
-  local ttl = lease
-  if plan.keep then
-    -- The counter is ahead of the clock: it keeps a longer TTL it had.
-    ttl = math.max(redis.call('pttl', key), tonumber(lease))
+local function token_check(key)
+  local cur = redis.call('get', key)
+  return cur and token_refusal(key, cur)
+end
+
+-- token_odd draws from a counter INCR refused without writing: one it does
+-- not read as an integer, or one at 2^63-1. A value with leading zeros or
+-- a '-0' is still a counter; anything else is an error, and nothing is
+-- written.
+local function token_odd(key, lease, t)
+  local cur = redis.call('get', key)
+  local err = token_refusal(key, cur)
+  if err then
+    return nil, err
   end
-  -- In the common case, the clock ahead of the counter, the counter's TTL
-  -- becomes this lease, even if an earlier one was longer: once it is gone,
-  -- the clock still keeps tokens rising.
-  redis.call('set', key, plan.set, 'px', ttl)
-  return plan.set
+  local floor = token_clock(t)
+  local set, ttl = floor, lease
+  if string.sub(cur, 1, 1) ~= '-' then
+    cur = string.match(cur, '^0*(%d-)$')
+    if cur == '' then
+      cur = '0'
+    end
+    if not decimal_less(cur, floor) then
+      -- Ahead of the clock: written as a decimal string (INCR refused it),
+      -- keeping a longer TTL it had.
+      set = decimal_incr(cur)
+      ttl = math.max(redis.call('pttl', key), tonumber(lease))
+    end
+  end
+  redis.call('set', key, set, 'px', ttl)
+  return set
+end
+
+local function token_draw(key, lease, t)
+  local n = redis.pcall('incr', key)
+  if type(n) == 'table' then
+    if not (string.find(n.err, 'not an integer', 1, true) or string.find(n.err, 'overflow', 1, true)) then
+      -- Refused for what it is, not for the value (WRONGTYPE, OOM,
+      -- READONLY, an ACL): raised again by redis.call, as Redis words it.
+      redis.call('incr', key)
+    end
+    return token_odd(key, lease, t)
+  end
+  if n < 1e15 then
+    local floor = token_clock(t)
+    redis.call('set', key, floor, 'px', lease)
+    return floor
+  end
+  redis.call('pexpire', key, lease)
+  if n >= 9007199254740992 then
+    -- 2^53 and above: the number INCR returned is rounded, the value is not.
+    return redis.call('get', key)
+  end
+  return string.format('%d', n)
 end
