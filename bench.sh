@@ -8,6 +8,7 @@
 #
 #   ./bench.sh                                  # COUNT=5 BENCHTIME=1s
 #   SCALE=1 ./bench.sh                          # and the scaling runs and charts
+#   KINDS=0 VARIANTS=0 ./bench.sh               # the peer comparison alone
 #   COUNT=1 BENCHTIME=1x SCALE=1 ./bench.sh     # smoke run: every step once, numbers meaningless
 #   benchstat bench/latest.txt                  # go install golang.org/x/perf/cmd/benchstat@latest
 #
@@ -16,10 +17,18 @@
 # scaling runs (SCALE_COUNT runs, default COUNT) take as long again, most of
 # it in the 100,000-waiter and 100,000-lease points: hence opt-in.
 #
+# KINDS=1 (the default) runs leasehold's other lock kinds (fair, rw read, rw
+# write, semaphore) in Uncontended, ParallelDistinct and Contended
+# (-bench.kinds), VARIANTS=1 (the default) leasehold without client tracking
+# in the first two (-bench.variants): go test -bench without those flags, as
+# CI runs it, leaves them out. FairWaiters runs 500 waiters, and 5,000 too
+# with SCALE=1.
+#
 # Writes:
 #   bench/latest.txt           the scenarios: Uncontended, ParallelDistinct,
-#                              Contended, ManyWaiters, Renewal, Network, and
-#                              RoundTrip (one PING by each transport)
+#                              Contended, ManyWaiters, Renewal, Network,
+#                              FairWaiters, and RoundTrip (one PING by each
+#                              transport)
 #   bench/redis-benchmark.txt  the baseline, one benchmark-format line per run
 #   bench/scale.txt            the Scale benchmarks over their full ranges
 #   bench/summary.md           docs/benchmarks.md's tables and its targets
@@ -32,11 +41,15 @@ COUNT=${COUNT:-5}
 BENCHTIME=${BENCHTIME:-1s}
 SCALE=${SCALE:-0}
 SCALE_COUNT=${SCALE_COUNT:-$COUNT}
+KINDS=${KINDS:-1}
+VARIANTS=${VARIANTS:-1}
 mkdir -p bench
 
 # 1. The scenarios, every library in each. The Scale benchmarks run in step 3.
-scenarios='^Benchmark(Uncontended|ParallelDistinct|Contended|ManyWaiters|Renewal|Network|RoundTrip)$'
-go -C bench test -run '^$' -bench "$scenarios" -benchtime "$BENCHTIME" -count "$COUNT" -timeout 120m . | tee bench/latest.txt
+# -scale here reaches FairWaiters alone (its 5,000-waiter points).
+scenarios='^Benchmark(Uncontended|ParallelDistinct|Contended|ManyWaiters|Renewal|Network|FairWaiters|RoundTrip)$'
+go -C bench test -run '^$' -bench "$scenarios" -benchtime "$BENCHTIME" -count "$COUNT" -timeout 120m . \
+  -bench.kinds="$KINDS" -bench.variants="$VARIANTS" -scale="$SCALE" | tee bench/latest.txt
 
 # 2. The baseline: redis-benchmark pipelining the same lock scripts
 # (-c 32 -P 16) against a redis-server of its own. An op is an acquire and a

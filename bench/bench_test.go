@@ -6,21 +6,27 @@ package bench_test
 //
 //	go test -run '^$' -bench . -count 5 . | tee bench.txt   # see bench.sh
 //
-// Peers: rueidislock (in rueidis; one key per lock, KeyMajority 1, and NOLOOP
-// tracking, its fastest settings, with TryNextAfter raised from 20ms to 1s
-// so that a slow reply cannot stall it), go-redsync/redsync v4 over go-redis (its
-// default retry delay, 50-250ms at random, tries unbounded), and
-// bsm/redislock v0.10.0 over go-redis (retrying every 100ms, as its README
-// shows). redsync and redislock poll while they wait; rueidislock and
-// leasehold are woken.
+// Peers: redisson, Redisson's RLock scripts over a plain rueidis client, a
+// stand-in for the Redisson layout without a fencing token (see
+// redisson_test.go); rueidislock (in rueidis; one key per lock, KeyMajority 1,
+// and NOLOOP tracking, its fastest settings, with TryNextAfter raised from
+// 20ms to 1s so that a slow reply cannot stall it), go-redsync/redsync v4
+// over go-redis (its default retry delay, 50-250ms at random, tries
+// unbounded), and bsm/redislock v0.10.0 over go-redis (retrying every 100ms,
+// as its README shows). redsync and redislock poll while they wait;
+// redisson, rueidislock and leasehold are woken.
 //
 // The scenarios: Uncontended, ParallelDistinct, Contended, ManyWaiters and
 // Renewal on loopback; Network, the first three through a proxy that delays
-// every byte 250µs or 1ms each way; and the Scale benchmarks, whose curves
-// tools/benchchart draws: they run their full ranges with -scale only, and
-// their first point otherwise, so that CI's -benchtime=1x run stays short.
-// Uncontended and ParallelDistinct also report what an acquire+release costs
-// Redis (see usage).
+// every byte 250µs or 1ms each way; FairWaiters, what fairqueue waiters cost
+// Redis while they keep their places; and the Scale benchmarks, whose curves
+// tools/benchchart draws: they (and FairWaiters' 5,000-waiter points) run
+// their full ranges with -scale only, and their first point otherwise, so
+// that CI's -benchtime=1x run stays short. Uncontended and ParallelDistinct
+// also report what an acquire+release costs Redis (see usage). With
+// -bench.kinds, Uncontended, ParallelDistinct and Contended run leasehold's
+// other lock kinds too, and with -bench.variants the first two run leasehold
+// without client tracking (see kinds_test.go).
 
 import (
 	"context"
@@ -52,7 +58,6 @@ import (
 	"github.com/leasehold/leasehold/internal/locktest"
 	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/lease"
-	"github.com/leasehold/leasehold/rlock"
 	"github.com/leasehold/leasehold/script"
 )
 
@@ -73,13 +78,19 @@ type library interface {
 type libMaker struct {
 	name string
 	make func(tb testing.TB, addr string, ttl time.Duration) library
+	// shared is set for a lock whose holders do not exclude each other (rw's
+	// read lock): Contended, which times handoffs, leaves it out.
+	shared bool
 }
 
+// libraries are the peer comparison: every scenario runs each of them, and
+// the ratios in docs/benchmarks.md are between them.
 var libraries = []libMaker{
-	{"leasehold", newLeasehold},
-	{"rueidislock", newRueidislock},
-	{"redsync", newRedsync},
-	{"redislock", newRedislock},
+	{name: "leasehold", make: newLeasehold},
+	{name: "redisson", make: newRedisson},
+	{name: "rueidislock", make: newRueidislock},
+	{name: "redsync", make: newRedsync},
+	{name: "redislock", make: newRedislock},
 }
 
 // leasehold, over a round-trip-counting rueidis client. leasehold.New
@@ -90,11 +101,24 @@ type leaseholdLib struct {
 	c       *leasehold.Client
 	counted *redistest.Counting
 	cmds    *sentCounts
-	locks   sync.Map // name -> *rlock.Lock, made once per name as a user would
+	kind    lockKind
+	locks   sync.Map // name -> lease.Locker, made once per name as a user would
+}
+
+// leaseholdOption is the rueidis client every leasehold runner dials: one
+// connection (benchMultiplex), client-side caching on as rueidis' default.
+func leaseholdOption(addr string) rueidis.ClientOption {
+	return rueidis.ClientOption{InitAddress: []string{addr}, PipelineMultiplex: benchMultiplex}
 }
 
 func newLeasehold(tb testing.TB, addr string, ttl time.Duration) library {
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, PipelineMultiplex: benchMultiplex})
+	return openLeasehold(tb, leaseholdOption(addr), ttl, rlockKind{})
+}
+
+// openLeasehold makes a leasehold runner of kind over a client dialled with
+// opt.
+func openLeasehold(tb testing.TB, opt rueidis.ClientOption, ttl time.Duration, kind lockKind) *leaseholdLib {
+	rc, err := rueidis.NewClient(opt)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -102,21 +126,31 @@ func newLeasehold(tb testing.TB, addr string, ttl time.Duration) library {
 	cmds := new(sentCounts)
 	c, err := leasehold.New(&naming{Client: counted, cmds: cmds}, leasehold.WithWatchdog(ttl))
 	if err != nil {
+		rc.Close()
 		tb.Fatal(err)
 	}
-	return &leaseholdLib{c: c, counted: counted, cmds: cmds}
+	return &leaseholdLib{c: c, counted: counted, cmds: cmds, kind: kind}
 }
 
-func (l *leaseholdLib) get(name string) *rlock.Lock {
+// get returns name's lock, made on first use (a semaphore's permits set then).
+func (l *leaseholdLib) get(ctx context.Context, name string) (lease.Locker, error) {
 	if v, ok := l.locks.Load(name); ok {
-		return v.(*rlock.Lock)
+		return v.(lease.Locker), nil
 	}
-	v, _ := l.locks.LoadOrStore(name, rlock.New(l.c, name))
-	return v.(*rlock.Lock)
+	lk, err := l.kind.locker(ctx, l.c, name)
+	if err != nil {
+		return nil, err
+	}
+	v, _ := l.locks.LoadOrStore(name, lk)
+	return v.(lease.Locker), nil
 }
 
 func (l *leaseholdLib) lock(ctx context.Context, name string) (func(), error) {
-	ls, err := l.get(name).Acquire(ctx)
+	lk, err := l.get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	ls, err := lk.Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -320,16 +354,17 @@ func renewLoop(ttl time.Duration, extend, release func()) func() {
 	return func() { close(stop); <-done; release() }
 }
 
-// each runs bench for every library against one fresh redis-server.
-func each(b *testing.B, ttl time.Duration, bench func(b *testing.B, srv *redistest.Server, lib library)) {
+// each runs bench for every library of libs against one fresh redis-server.
+func each(b *testing.B, ttl time.Duration, libs []libMaker, bench func(b *testing.B, srv *redistest.Server, lib library)) {
 	srv := redistest.Start(b)
-	eachOn(b, srv, srv.Addr(), ttl, func(b *testing.B, lib library) { bench(b, srv, lib) })
+	eachOn(b, srv, srv.Addr(), ttl, libs, func(b *testing.B, lib library) { bench(b, srv, lib) })
 }
 
-// eachOn runs bench for every library, each a sub-benchmark with a client of
-// its own dialling addr (srv's, or a proxy's in front of it), srv flushed.
-func eachOn(b *testing.B, srv *redistest.Server, addr string, ttl time.Duration, bench func(b *testing.B, lib library)) {
-	for _, m := range libraries {
+// eachOn runs bench for every library of libs, each a sub-benchmark with a
+// client of its own dialling addr (srv's, or a proxy's in front of it), srv
+// flushed.
+func eachOn(b *testing.B, srv *redistest.Server, addr string, ttl time.Duration, libs []libMaker, bench func(b *testing.B, lib library)) {
+	for _, m := range libs {
 		b.Run(m.name, func(b *testing.B) {
 			srv.Do("FLUSHALL")
 			lib := m.make(b, addr, ttl)
@@ -341,7 +376,7 @@ func eachOn(b *testing.B, srv *redistest.Server, addr string, ttl time.Duration,
 
 // 1. Uncontended: one goroutine takes and frees one lock.
 func BenchmarkUncontended(b *testing.B) {
-	each(b, 30*time.Second, func(b *testing.B, srv *redistest.Server, lib library) {
+	each(b, 30*time.Second, scenarioLibs(false), func(b *testing.B, srv *redistest.Server, lib library) {
 		ctx := context.Background()
 		unlock, err := lib.lock(ctx, "uncontended") // warm: scripts loaded, connections up
 		if err != nil {
@@ -367,7 +402,7 @@ func BenchmarkUncontended(b *testing.B) {
 
 // 2. Parallel distinct keys: many goroutines, each its own lock.
 func BenchmarkParallelDistinct(b *testing.B) {
-	each(b, 30*time.Second, func(b *testing.B, srv *redistest.Server, lib library) {
+	each(b, 30*time.Second, scenarioLibs(false), func(b *testing.B, srv *redistest.Server, lib library) {
 		var next atomic.Int64
 		before := readUsage(b, srv, lib)
 		b.SetParallelism(16) // 32 goroutines on 2 cores
@@ -407,7 +442,7 @@ func BenchmarkParallelDistinct(b *testing.B) {
 var holdFor = flag.Duration("contended.hold", 250*time.Microsecond, "work inside the critical section in BenchmarkContended")
 
 func BenchmarkContended(b *testing.B) {
-	each(b, 30*time.Second, func(b *testing.B, srv *redistest.Server, lib library) { contended(b, lib) })
+	each(b, 30*time.Second, scenarioLibs(true), func(b *testing.B, srv *redistest.Server, lib library) { contended(b, lib) })
 }
 
 // contended runs scenario 3 on lib: b.N handoffs among 64 goroutines
@@ -547,7 +582,7 @@ func cpuTime() time.Duration {
 // Reports round trips and CPU time of this process per renewal tick.
 func BenchmarkRenewal(b *testing.B) {
 	const leases, ttl, ticks = 10000, 3 * time.Second, 3
-	each(b, ttl, func(b *testing.B, srv *redistest.Server, lib library) {
+	each(b, ttl, libraries, func(b *testing.B, srv *redistest.Server, lib library) {
 		for i := 0; i < b.N; i++ {
 			var unlocks []func()
 			for n := 0; n < leases; n++ {
@@ -659,6 +694,7 @@ func (n *naming) Receive(ctx context.Context, subscribe rueidis.Completed, fn fu
 // library has sent it.
 type usage struct {
 	cpu         time.Duration    // used_cpu_user + used_cpu_sys
+	commands    int64            // total_commands_processed, those scripts call included
 	calls, usec map[string]int64 // INFO commandstats, by command
 	sent        map[string]int64 // the library's own count, by command
 }
@@ -670,7 +706,7 @@ var scriptCommands = map[string]bool{
 }
 
 func readUsage(b *testing.B, srv *redistest.Server, lib library) usage {
-	s, err := srv.Do("INFO", "commandstats", "cpu").ToString()
+	s, err := srv.Do("INFO", "commandstats", "cpu", "stats").ToString()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -692,6 +728,8 @@ func readUsage(b *testing.B, srv *redistest.Server, lib library) usage {
 		} else if key == "used_cpu_user" || key == "used_cpu_sys" {
 			f, _ := strconv.ParseFloat(value, 64)
 			u.cpu += time.Duration(f * float64(time.Second))
+		} else if key == "total_commands_processed" {
+			u.commands, _ = strconv.ParseInt(value, 10, 64)
 		}
 	}
 	return u
@@ -761,7 +799,7 @@ func BenchmarkNetwork(b *testing.B) {
 				{"contended", contended},
 			} {
 				b.Run(sc.name, func(b *testing.B) {
-					eachOn(b, srv, p.Addr(), 30*time.Second, sc.run)
+					eachOn(b, srv, p.Addr(), 30*time.Second, libraries, sc.run)
 				})
 			}
 		})
@@ -905,8 +943,9 @@ func pairs(b *testing.B, lib library, g int) {
 	percentiles(b, slices.Concat(lats...))
 }
 
-// scaleFull runs the Scale benchmarks over their full ranges.
-var scaleFull = flag.Bool("scale", false, "run the Scale benchmarks over their full ranges (bench.sh does); "+
+// scaleFull runs the Scale benchmarks, and FairWaiters, over their full
+// ranges.
+var scaleFull = flag.Bool("scale", false, "run the Scale benchmarks and FairWaiters over their full ranges (bench.sh with SCALE=1 does); "+
 	"without it each runs its first point only, so that CI's -benchtime=1x run stays short")
 
 // scaleSizes is sizes with -scale, its first alone without.
@@ -923,7 +962,7 @@ func BenchmarkScaleGoroutines(b *testing.B) {
 	srv := redistest.Start(b)
 	for _, g := range scaleSizes(1, 2, 4, 8, 16, 32, 64, 128, 256) {
 		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
-			eachOn(b, srv, srv.Addr(), 30*time.Second, func(b *testing.B, lib library) { pairs(b, lib, g) })
+			eachOn(b, srv, srv.Addr(), 30*time.Second, libraries, func(b *testing.B, lib library) { pairs(b, lib, g) })
 		})
 	}
 }
@@ -955,7 +994,7 @@ func BenchmarkScaleWaiters(b *testing.B) {
 // again at once, so n goroutines wait throughout.
 type waiters struct {
 	lib    *leaseholdLib
-	locks  []*rlock.Lock
+	locks  []lease.Locker
 	held   []*lease.Lease // each lock's lease, released by the next op on it
 	grants chan grant
 	cancel context.CancelFunc
@@ -976,12 +1015,15 @@ type grant struct {
 
 func (fx *waiters) start(b *testing.B, srv *redistest.Server, n int) {
 	srv.Do("FLUSHALL")
-	fx.lib = newLeasehold(b, srv.Addr(), 30*time.Second).(*leaseholdLib)
+	fx.lib = openLeasehold(b, leaseholdOption(srv.Addr()), 30*time.Second, rlockKind{})
 	ctx, cancel := context.WithCancel(context.Background())
 	fx.cancel = cancel
 	fx.grants = make(chan grant)
 	for k := range max(1, n/10) {
-		l := fx.lib.get(fmt.Sprintf("waited-%d", k))
+		l, err := fx.lib.get(ctx, fmt.Sprintf("waited-%d", k))
+		if err != nil {
+			b.Fatal(err)
+		}
 		ls, err := l.Acquire(ctx)
 		if err != nil {
 			b.Fatal(err)
@@ -1117,7 +1159,7 @@ func BenchmarkScaleRenewal(b *testing.B) {
 		b.Run(fmt.Sprintf("leases=%d", n), func(b *testing.B) {
 			if lib == nil { // once, for every b.N go test tries
 				srv.Do("FLUSHALL")
-				lib = newLeasehold(b, srv.Addr(), ttl).(*leaseholdLib)
+				lib = openLeasehold(b, leaseholdOption(srv.Addr()), ttl, rlockKind{})
 				holdMany(b, lib, n)
 				nextRound(b) // the first round loads lock_renew (NOSCRIPT, then EVAL)
 			}

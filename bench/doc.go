@@ -1,6 +1,6 @@
 // Package bench benchmarks leasehold against its Go peers (rueidislock,
-// redsync and bsm/redislock) on the same redis-server in the same run; it
-// has no API. It is a module of its own so that leasehold's users never
+// redsync and bsm/redislock) and a stand-in for Redisson's RLock on the same
+// redis-server in the same run; it has no API. It is a module of its own so that leasehold's users never
 // download the peers:
 //
 //	cd bench && go test -run '^$' -bench . -count 5 .   # bench.sh runs it all

@@ -34,7 +34,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| delay (PING p50 / p99) | scenario | metric | leasehold | rueidislock |",
+		"| delay (PING p50 / p99) | scenario | metric | leasehold | rueidislock | redisson |",
 		"| 250us (610µs / 900µs) | uncontended | ops/s | 800 | 780 |",
 		"| uncontended acquire+release | µs/op | 200 | 200 |",
 		"| 64 goroutines, one key (250µs held) | handoffs/s | 748 | 680 |",
@@ -43,6 +43,21 @@ func TestRun(t *testing.T) {
 		"leasehold 60k ops/s = 1.50x rueidislock's 40k",
 		"leasehold = 0.75 of redis-benchmark's 80k",
 		"leasehold 4.1 round trips/handoff (rueidislock 3.1; target <= 3.1), p99 391µs",
+		// The peers' tables have redisson, the kinds a table of their own.
+		"| uncontended acquire+release | µs/op | 200 | 200 | 400 |",
+		"|  | ops/s | 5000 | 5000 | 2500 |",
+		"|  | scripts / commands per op | 2 / 2 | 2 / 2 | 2 / 3 |",
+		"| 32 goroutines, distinct keys | ops/s | 60k | 40k | 48k |",
+		"| 64 goroutines, one key (250µs held) | handoffs/s | 748 | 680 | 374 |",
+		"leasehold 200 µs/op = 2.00x redisson's throughput",
+		"| scenario | metric | rueidislock | redisson |",
+		"| uncontended | ops/s | 1.00x | 2.00x |",
+		"|  | Redis CPU µs/op | 0.83x | 1.25x |",
+		"| 64 goroutines, one key | handoffs/s | 1.10x | 2.00x |",
+		"| scenario | metric | leasehold | leasehold-fair | leasehold-notracking |",
+		"| 32 goroutines, distinct keys | ops/s | 60k | 30k | – |",
+		"| 500 | 5 | 4501 | 300 | 4201 | 300 | 6.54ms |",
+		"| 500 | 1 | 4501 | 300 | 4201 | 300 | 6.66ms |",
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("summary lacks %q:\n%s", want, b)
@@ -65,5 +80,19 @@ func TestRunWithoutCurves(t *testing.T) {
 	}
 	if err := run([]string{"-o", t.TempDir(), "testdata/none.txt"}, &stdout, &stderr); err == nil {
 		t.Error("no error for a missing file")
+	}
+}
+
+// The kinds and variants, named leasehold-SOMETHING, stay out of the peer
+// comparison: no column of theirs in the peers' tables, no ratio, no target.
+func TestKindsApart(t *testing.T) {
+	rs := readFixture(t)
+	var b strings.Builder
+	Summarize(&b, rs)
+	loopback, _, _ := strings.Cut(b.String(), "### Lock kinds")
+	for _, kind := range []string{"leasehold-fair", "leasehold-notracking"} {
+		if strings.Contains(loopback, kind) {
+			t.Errorf("%s outside the kinds' table:\n%s", kind, loopback)
+		}
 	}
 }

@@ -21,6 +21,7 @@ type row struct {
 // benchmarks.
 var loopback = []row{
 	{"uncontended acquire+release", "µs/op", "BenchmarkUncontended", []string{"ns/op"}, perThousand},
+	{"", "ops/s", "BenchmarkUncontended", []string{"ns/op"}, perSecond},
 	{"", "round trips/op", "BenchmarkUncontended", []string{"roundtrips/op"}, num},
 	{"", "allocs/op", "BenchmarkUncontended", []string{"allocs/op"}, num},
 	{"", "B/op", "BenchmarkUncontended", []string{"B/op"}, num},
@@ -45,6 +46,47 @@ var redisCost = []row{
 	{"", "scripts / commands per op", "BenchmarkParallelDistinct", []string{"scripts/op", "cmds/op"}, num},
 }
 
+// kindRows is docs/benchmarks.md's table of leasehold's lock kinds (and
+// variants), each a column beside rlock's (the leasehold column), in the
+// three scenarios that run them (bench -bench.kinds -bench.variants).
+var kindRows = []row{
+	{"uncontended acquire+release", "µs/op", "BenchmarkUncontended", []string{"ns/op"}, perThousand},
+	{"", "allocs/op", "BenchmarkUncontended", []string{"allocs/op"}, num},
+	{"", "Redis CPU µs/op", "BenchmarkUncontended", []string{"redis-cpu-µs/op"}, num},
+	{"", "commandstats µs/op", "BenchmarkUncontended", []string{"redis-µs/op"}, num},
+	{"", "scripts / commands per op", "BenchmarkUncontended", []string{"scripts/op", "cmds/op"}, num},
+	{"32 goroutines, distinct keys", "ops/s", "BenchmarkParallelDistinct", []string{"ops/s"}, num},
+	{"", "Redis CPU µs/op", "BenchmarkParallelDistinct", []string{"redis-cpu-µs/op"}, num},
+	{"", "commandstats µs/op", "BenchmarkParallelDistinct", []string{"redis-µs/op"}, num},
+	{"64 goroutines, one key (250µs held)", "handoffs/s", "BenchmarkContended", []string{"handoffs/s"}, num},
+	{"", "handoff p50 / p99", "BenchmarkContended", []string{"p50-µs", "p99-µs"}, micros},
+	{"", "round trips/handoff", "BenchmarkContended", []string{"roundtrips/handoff"}, num},
+}
+
+// ratio is one row of the table of leasehold against each peer: leasehold's
+// median over the peer's of unit in bench, or the inverse when inverse is set
+// (a time per op, so that the ratio is one of throughputs).
+type ratio struct {
+	scenario, metric string
+	bench, unit      string
+	inverse          bool
+}
+
+// ratios is docs/benchmarks.md's table of leasehold against each peer. Above
+// 1 is more throughput, or more cost to Redis, than the peer's.
+var ratios = []ratio{
+	{"uncontended", "ops/s", "BenchmarkUncontended", "ns/op", true},
+	{"", "Redis CPU µs/op", "BenchmarkUncontended", "redis-cpu-µs/op", false},
+	{"", "commandstats µs/op", "BenchmarkUncontended", "redis-µs/op", false},
+	{"32 goroutines, distinct keys", "ops/s", "BenchmarkParallelDistinct", "ops/s", false},
+	{"", "Redis CPU µs/op", "BenchmarkParallelDistinct", "redis-cpu-µs/op", false},
+	{"", "commandstats µs/op", "BenchmarkParallelDistinct", "redis-µs/op", false},
+	{"64 goroutines, one key", "handoffs/s", "BenchmarkContended", "handoffs/s", false},
+}
+
+// fairWaiters is the benchmark of fairqueue waiters keeping their places.
+const fairWaiters = "BenchmarkFairWaiters"
+
 // network is the rows of one delay of docs/benchmarks.md's network table.
 func network(delay string) []row {
 	b := "BenchmarkNetwork/delay=" + delay + "/"
@@ -67,7 +109,8 @@ const baseline = "BenchmarkRedisBenchmark/acquire+release"
 // then the targets computed from them. A table with no results is left out;
 // a missing cell is "–".
 func Summarize(w io.Writer, rs *Results) {
-	libs := libraries(rs)
+	all := libraries(rs)
+	libs, kinds := peersAndKinds(all)
 	var delays []string
 	for _, s := range rs.Under("BenchmarkNetwork") {
 		if d := s.Params["delay"]; d != "" && !slices.Contains(delays, d) {
@@ -91,7 +134,86 @@ func Summarize(w io.Writer, rs *Results) {
 	}
 	table(w, rs, "### Loopback", loopback, libs)
 	table(w, rs, "### What an acquire+release costs Redis", redisCost, libs)
-	targets(w, rs)
+	ratioTable(w, rs, libs)
+	if len(kinds) > 1 {
+		table(w, rs, "### Lock kinds (leasehold column: rlock)", kindRows, kinds)
+	}
+	fairTable(w, rs)
+	targets(w, rs, libs)
+}
+
+// peersAndKinds splits libs into the peer comparison (leasehold and the
+// peers) and leasehold's own runners: leasehold (rlock), then its kinds and
+// variants, named leasehold-SOMETHING.
+func peersAndKinds(libs []string) (peers, kinds []string) {
+	for _, lib := range libs {
+		if strings.HasPrefix(lib, "leasehold-") {
+			kinds = append(kinds, lib)
+		} else {
+			peers = append(peers, lib)
+		}
+	}
+	if len(kinds) > 0 {
+		kinds = append([]string{"leasehold"}, kinds...)
+	}
+	return peers, kinds
+}
+
+// ratioTable writes leasehold's medians over each peer's, a column per peer.
+func ratioTable(w io.Writer, rs *Results, libs []string) {
+	var others []string
+	for _, lib := range libs {
+		if lib != "leasehold" {
+			others = append(others, lib)
+		}
+	}
+	if !slices.Contains(libs, "leasehold") || len(others) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### leasehold against each peer (leasehold ÷ peer, medians)\n\n")
+	writeHeader(w, []string{"scenario", "metric"}, others)
+	for _, r := range ratios {
+		cells := []string{r.scenario, r.metric}
+		for _, peer := range others {
+			cells = append(cells, ratioCell(rs, r, peer))
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+	}
+	fmt.Fprintln(w)
+}
+
+func ratioCell(rs *Results, r ratio, peer string) string {
+	lh, ok := rs.Median(r.bench+"/leasehold", r.unit)
+	if !ok {
+		return "–"
+	}
+	p, ok := rs.Median(r.bench+"/"+peer, r.unit)
+	if !ok || p == 0 || lh == 0 {
+		return "–"
+	}
+	if r.inverse {
+		return fmt.Sprintf("%.2fx", p/lh)
+	}
+	return fmt.Sprintf("%.2fx", lh/p)
+}
+
+// fairTable writes a row per run of BenchmarkFairWaiters (waiters, locks).
+func fairTable(w io.Writer, rs *Results) {
+	subs := rs.Under(fairWaiters)
+	if len(subs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### Fair waiters keeping their places (per second)\n\n")
+	fmt.Fprintf(w, "| waiters | locks | Redis commands | scripts | commands in scripts | round trips | Redis CPU |\n|---|---|---|---|---|---|---|\n")
+	for _, s := range subs {
+		cells := []string{s.Params["waiters"], s.Params["locks"]}
+		for _, u := range []string{"cmds/s", "scripts/s", "script-cmds/s", "roundtrips/s"} {
+			cells = append(cells, cell(rs, s.Name, []string{u}, num))
+		}
+		cells = append(cells, cell(rs, s.Name, []string{"redis-cpu-ms/s"}, millis))
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+	}
+	fmt.Fprintln(w)
 }
 
 // libraries are the libraries of BenchmarkUncontended, or of any benchmark,
@@ -149,8 +271,9 @@ func cell(rs *Results, name string, units []string, format func(float64) string)
 	return strings.Join(parts, " / ")
 }
 
-// targets writes the targets of docs/benchmarks.md as measured, each with its ratio.
-func targets(w io.Writer, rs *Results) {
+// targets writes the targets of docs/benchmarks.md as measured, each with its
+// ratio to the peers of libs.
+func targets(w io.Writer, rs *Results, libs []string) {
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	med := func(name, unit string) (float64, bool) { return rs.Median(name, unit) }
@@ -165,13 +288,13 @@ func targets(w io.Writer, rs *Results) {
 		}
 	}
 	if lh, ok := med("BenchmarkUncontended/leasehold", "ns/op"); ok {
-		for _, s := range rs.Under("BenchmarkUncontended") {
-			if s.Rest == "leasehold" {
+		for _, lib := range libs {
+			if lib == "leasehold" {
 				continue
 			}
-			if peer, ok := med(s.Name, "ns/op"); ok {
+			if peer, ok := med("BenchmarkUncontended/"+lib, "ns/op"); ok {
 				add("target 2, uncontended: leasehold %s µs/op = %.2fx %s's throughput (%s µs/op; target >= 1.0x)",
-					perThousand(lh), peer/lh, s.Rest, perThousand(peer))
+					perThousand(lh), peer/lh, lib, perThousand(peer))
 			}
 		}
 	}
@@ -231,6 +354,9 @@ func sig3(v float64) string {
 }
 
 func perThousand(v float64) string { return num(v / 1e3) }
+
+// perSecond formats a time per op in ns as ops per second.
+func perSecond(ns float64) string { return num(1e9 / ns) }
 
 // micros formats a duration in µs: 391µs, 2.52ms.
 func micros(us float64) string {
