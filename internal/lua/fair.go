@@ -75,7 +75,9 @@ func (f *Fair) Kind() string { return "fair" }
 func (f *Fair) Try(ctx context.Context, c rueidis.Client, owner string, wait bool) (Grant, error) {
 	g, err := ParseGrant(fairAcquire.exec(ctx, c, f.acquireKeys,
 		[]string{f.lease, owner, f.queueMs, f.refreshMs, flag(wait), script.UnlockMessage}))
-	if wait && err == nil && !g.Acquired && (g.Wait <= 0 || g.Wait >= f.refresh) {
+	// The script's refresh interval is in whole ms: the head times a lease
+	// shorter than that, and any other answer is the interval itself.
+	if wait && err == nil && !g.Acquired && (g.Wait <= 0 || g.Wait >= f.refresh.Truncate(time.Millisecond)) {
 		g.Wait, g.Told = 0, true
 	}
 	return g, err
