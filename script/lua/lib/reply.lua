@@ -10,20 +10,23 @@
 -- reply(a, b, c) joins two or three values (c may be nil), writing numbers
 -- as integers (exact to 2^63; a number's tostring would round past 14
 -- digits) and strings (a token's decimal digits) as they are. Fixed
--- arguments, not ...: a script's every reply builds no table.
+-- arguments, not ...: a reply builds no table, and it is one function, not
+-- two: each function a script defines is a closure Lua makes on every run.
 --
 -- Needs in scope: nothing.
 
-local function reply_value(v)
-  if type(v) == 'number' then
-    return string.format('%d', v)
-  end
-  return v
-end
-
 local function reply(a, b, c)
-  if c == nil then
-    return reply_value(a) .. ' ' .. reply_value(b)
+  if type(a) == 'number' then
+    a = string.format('%d', a)
   end
-  return reply_value(a) .. ' ' .. reply_value(b) .. ' ' .. reply_value(c)
+  if type(b) == 'number' then
+    b = string.format('%d', b)
+  end
+  if c == nil then
+    return a .. ' ' .. b
+  end
+  if type(c) == 'number' then
+    c = string.format('%d', c)
+  end
+  return a .. ' ' .. b .. ' ' .. c
 end

@@ -31,79 +31,68 @@
 -- for a script that must write before it knows whether it draws (a fair
 -- lock prunes its queue first), so that token_draw cannot fail after.
 --
+-- Every script that includes this runs its function definitions each time:
+-- each is a closure Lua makes, and collects, per run. So the hot path is
+-- token_draw alone, and what a counter INCR refuses needs (decimal
+-- arithmetic, the error messages) is made inside token_odd, only when it runs.
+--
 -- Needs in scope: nothing but redis; the key is a parameter.
 
--- token_clock is TIME as a decimal count of microseconds.
-local function token_clock(t)
-  t = t or redis.call('time')
-  return t[1] .. string.sub('000000', #t[2] + 1) .. t[2]
-end
-
--- decimal_less compares two non-negative decimal integers without leading
--- zeros.
-local function decimal_less(a, b)
-  return #a < #b or (#a == #b and a < b)
-end
-
--- decimal_incr adds one to a non-negative decimal integer without leading
--- zeros.
-local function decimal_incr(s)
-  local i = #s
-  while i > 0 and string.byte(s, i) == 57 do -- '9'
-    i = i - 1
+-- token_odd reads cur, a counter INCR refused without writing (one it does
+-- not read as an integer, or one at 2^63-1), and returns why a draw fails on
+-- it. A value with leading zeros or a '-0' is still a counter: with lease
+-- set, it then draws from it, writing the token as a decimal string, and
+-- returns it; without, it returns nil and no error.
+local function token_odd(key, cur, lease, t)
+  -- decimal_less compares two non-negative decimal integers without
+  -- leading zeros.
+  local function decimal_less(a, b)
+    return #a < #b or (#a == #b and a < b)
   end
-  if i == 0 then
-    return '1' .. string.rep('0', #s)
-  end
-  return string.sub(s, 1, i - 1) .. string.char(string.byte(s, i) + 1) .. string.rep('0', #s - i)
-end
-
--- token_refusal is why a draw fails on the counter value cur, or nil.
-local function token_refusal(key, cur)
   if not string.match(cur, '^%-?%d+$') then
-    return 'fencing counter ' .. key .. ' holds "' .. cur .. '", not an integer'
+    return nil, 'fencing counter ' .. key .. ' holds "' .. cur .. '", not an integer'
   end
-  if string.sub(cur, 1, 1) == '-' then
-    return nil
-  end
-  cur = string.match(cur, '^0*(%d-)$')
-  if not decimal_less(cur, '9223372036854775807') then
-    return 'fencing counter ' .. key .. ' is at ' .. cur .. ': no token above it fits in 63 bits'
-  end
-  return nil
-end
-
-local function token_check(key)
-  local cur = redis.call('get', key)
-  return cur and token_refusal(key, cur)
-end
-
--- token_odd draws from a counter INCR refused without writing: one it does
--- not read as an integer, or one at 2^63-1. A value with leading zeros or
--- a '-0' is still a counter; anything else is an error, and nothing is
--- written.
-local function token_odd(key, lease, t)
-  local cur = redis.call('get', key)
-  local err = token_refusal(key, cur)
-  if err then
-    return nil, err
-  end
-  local floor = token_clock(t)
-  local set, ttl = floor, lease
-  if string.sub(cur, 1, 1) ~= '-' then
+  local negative = string.sub(cur, 1, 1) == '-'
+  if not negative then
     cur = string.match(cur, '^0*(%d-)$')
     if cur == '' then
       cur = '0'
     end
-    if not decimal_less(cur, floor) then
-      -- Ahead of the clock: written as a decimal string (INCR refused it),
-      -- keeping a longer TTL it had.
-      set = decimal_incr(cur)
-      ttl = math.max(redis.call('pttl', key), tonumber(lease))
+    if not decimal_less(cur, '9223372036854775807') then
+      return nil, 'fencing counter ' .. key .. ' is at ' .. cur .. ': no token above it fits in 63 bits'
     end
+  end
+  if not lease then
+    return nil, nil
+  end
+  t = t or redis.call('time')
+  local floor = t[1] .. string.sub('000000', #t[2] + 1) .. t[2]
+  local set, ttl = floor, lease
+  if not negative and not decimal_less(cur, floor) then
+    -- Ahead of the clock: one more, as a decimal string (INCR refused
+    -- it), keeping a longer TTL it had.
+    local i = #cur
+    while i > 0 and string.byte(cur, i) == 57 do -- '9'
+      i = i - 1
+    end
+    if i == 0 then
+      set = '1' .. string.rep('0', #cur)
+    else
+      set = string.sub(cur, 1, i - 1) .. string.char(string.byte(cur, i) + 1) .. string.rep('0', #cur - i)
+    end
+    ttl = math.max(redis.call('pttl', key), tonumber(lease))
   end
   redis.call('set', key, set, 'px', ttl)
   return set
+end
+
+local function token_check(key)
+  local cur = redis.call('get', key)
+  if not cur then
+    return nil
+  end
+  local _, err = token_odd(key, cur)
+  return err
 end
 
 local function token_draw(key, lease, t)
@@ -114,10 +103,12 @@ local function token_draw(key, lease, t)
       -- READONLY, an ACL): raised again by redis.call, as Redis words it.
       redis.call('incr', key)
     end
-    return token_odd(key, lease, t)
+    return token_odd(key, redis.call('get', key), lease, t)
   end
   if n < 1e15 then
-    local floor = token_clock(t)
+    -- TIME in µs, as a decimal string.
+    t = t or redis.call('time')
+    local floor = t[1] .. string.sub('000000', #t[2] + 1) .. t[2]
     redis.call('set', key, floor, 'px', lease)
     return floor
   end
