@@ -278,30 +278,43 @@ func targets(w io.Writer, rs *Results, libs []string) {
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	med := func(name, unit string) (float64, bool) { return rs.Median(name, unit) }
 
-	if lh, ok := med("BenchmarkParallelDistinct/leasehold", "ops/s"); ok {
-		if rl, ok := med("BenchmarkParallelDistinct/rueidislock", "ops/s"); ok {
-			add("target 1, distinct keys: leasehold %s ops/s = %.2fx rueidislock's %s (target >= 1.5x)", num(lh), lh/rl, num(rl))
+	// ratio adds the line of one "leasehold against a peer" target: more is
+	// better for a throughput, less for a cost.
+	ratio := func(what, bench, unit, peer string, cost bool, bound float64) {
+		lh, ok1 := med("Benchmark"+bench+"/leasehold", unit)
+		p, ok2 := med("Benchmark"+bench+"/"+peer, unit)
+		if !ok1 || !ok2 || p == 0 || lh == 0 {
+			return
 		}
-		if base, ok := med(baseline, "ops/s"); ok {
-			add("target 1, distinct keys: leasehold = %.2f of redis-benchmark's %s acquire+release pairs/s of the same scripts (target >= 0.85)",
-				lh/base, num(base))
+		r, cmp := lh/p, "<="
+		if unit == "ns/op" {
+			r = p / lh // a throughput, from the time per op
 		}
+		if !cost {
+			cmp = ">="
+		}
+		met := (cost && r <= bound) || (!cost && r >= bound)
+		add("%s: %.2fx %s (target %s %.1fx): %s", what, r, peer, cmp, bound, map[bool]string{true: "met", false: "not met"}[met])
 	}
-	if lh, ok := med("BenchmarkUncontended/leasehold", "ns/op"); ok {
-		for _, lib := range libs {
-			if lib == "leasehold" {
-				continue
-			}
-			if peer, ok := med("BenchmarkUncontended/"+lib, "ns/op"); ok {
-				add("target 2, uncontended: leasehold %s µs/op = %.2fx %s's throughput (%s µs/op; target >= 1.0x)",
-					perThousand(lh), peer/lh, lib, perThousand(peer))
-			}
+	for _, bench := range []string{"Uncontended", "ParallelDistinct"} {
+		ratio(bench+", Redis CPU per acquire+release", bench, "redis-cpu-µs/op", "redisson", true, 1.1)
+		ratio(bench+", commandstats time per acquire+release", bench, "redis-µs/op", "redisson", true, 1.1)
+	}
+	ratio("ParallelDistinct, ops/s", "ParallelDistinct", "ops/s", "rueidislock", false, 1.0)
+	ratio("Contended, handoffs/s", "Contended", "handoffs/s", "rueidislock", false, 1.0)
+	ratio("Uncontended, acquire+release throughput", "Uncontended", "ns/op", "rueidislock", false, 1.0)
+	ratio("Uncontended, acquire+release throughput", "Uncontended", "ns/op", "redislock", false, 1.0)
+	ratio("Uncontended, acquire+release throughput", "Uncontended", "ns/op", "redsync", false, 0.9)
+	if lh, ok := med("BenchmarkParallelDistinct/leasehold", "ops/s"); ok {
+		if base, ok := med(baseline, "ops/s"); ok {
+			add("ParallelDistinct: leasehold = %.2f of redis-benchmark's %s acquire+release pairs/s of the same scripts",
+				lh/base, num(base))
 		}
 	}
 	if rt, ok := med("BenchmarkContended/leasehold", "roundtrips/handoff"); ok {
 		peer, _ := med("BenchmarkContended/rueidislock", "roundtrips/handoff")
 		p99, _ := med("BenchmarkContended/leasehold", "p99-µs")
-		add("target 3, contended: leasehold %s round trips/handoff (rueidislock %s; target <= 3.1), p99 %s (target < 500µs)",
+		add("Contended: leasehold %s round trips/handoff (rueidislock %s; target <= 3.1), p99 %s (target < 500µs)",
 			num(rt), num(peer), micros(p99))
 	}
 	if a, ok := med(baseline, "acquire/s"); ok {
