@@ -158,7 +158,9 @@ func TestScriptCallsMatchHeaders(t *testing.T) {
 			"writer waiting":        {with(try(read, other, true), try(write, "client:3", true)), try(read, owner, true)},
 		},
 		"rw_read_release": {
-			"last reader":          {with(try(read, owner, true)), release(read, owner, "r", true)},
+			"last reader": {with(try(read, owner, true)), release(read, owner, "r", true)},
+			"last reader with a writer waiting": {with(try(read, owner, true), try(write, "client:3", true)),
+				release(read, owner, "r", true)},
 			"readers left":         {with(try(read, other, true), try(read, owner, true)), release(read, owner, "r", true)},
 			"one of several holds": {with(try(read, owner, true), try(read, owner, true)), release(read, owner, "r", false)},
 			"not held":             {nil, release(read, owner, "r", true)},

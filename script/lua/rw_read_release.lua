@@ -22,17 +22,19 @@
 -- Returns 1 when the lock is now free, 0 when it is still held,
 --         -1 when OWNER held no read.
 --
--- Calls: last reader 13, readers left 10, one of several holds 10, not held 3
+-- Calls: last reader 9, last reader with a writer waiting 10, readers left 9, one of several holds 9, not held 2
 local latched = redis.call('get', KEYS[5])
 if latched then
   return tonumber(latched)
 end
-local mode = redis.call('hget', KEYS[1], 'mode')
-local count = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
+local f = redis.call('hmget', KEYS[1], 'mode', ARGV[1])
+local mode, count = f[1], tonumber(f[2])
 if mode == false or count == nil then
   return -1
 end
-redis.call('zcard', KEYS[6]) -- a key of another type fails here, before the writes
+-- The announcement that lasts longest is the last; read before the writes,
+-- so that a key of another type fails here.
+local last = redis.call('zrange', KEYS[6], -1, -1, 'WITHSCORES')
 local left = 0
 if ARGV[3] == '0' then
   left = count - 1
@@ -66,9 +68,14 @@ if longest > 0 then
   return 0
 end
 redis.call('del', KEYS[1])
-local t = redis.call('time')
-redis.call('zremrangebyscore', KEYS[6], '-inf', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-if redis.call('zcard', KEYS[6]) > 0 then
+-- A writer waits while its announcement lasts (an expired one is a writer
+-- that stopped asking; the writers' zset expires with its longest).
+local waiting = false
+if #last > 0 then
+  local t = redis.call('time')
+  waiting = tonumber(last[2]) > tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+if waiting then
   redis.pcall('publish', KEYS[2], '1')
 else
   redis.pcall('publish', KEYS[2], '0')
