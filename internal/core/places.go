@@ -9,8 +9,8 @@ import (
 )
 
 // places keeps the places of a Client's waiters that hold one while they
-// sleep (a fair lock's queue): per lock (per lua.Keep), one script every
-// Keep.Every for all of the lock's waiters, batched with every other lock
+// sleep (a fair lock's queue): per lock name and queue timeout (lua.Keep.ID),
+// one script every Keep.Every for all of the lock's waiters, batched with every other lock
 // due then into one pipelined round on the keeper's goroutine, rather than
 // an attempt by each waiter. A waiter whose place is gone is poked: it tries
 // again, which gives it a place at the tail.
