@@ -7,20 +7,14 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/locktest"
 	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rlock"
 )
 
-func open(t *testing.T, srv *redistest.Server, opts ...leasehold.Option) *leasehold.Client {
-	t.Helper()
-	c, err := leasehold.Open(srv.Option(), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+// open is locktest.Open: a Client on srv, closed when the test ends.
+var open = locktest.Open
 
 // evalshaCalls reads how many EVALSHA commands the server has run.
 func evalshaCalls(t *testing.T, srv *redistest.Server) int64 {
@@ -140,11 +134,7 @@ func TestRenewalFindsLockGone(t *testing.T) {
 	// TestLostAtOnce).
 	opt := srv.Option()
 	opt.DisableCache = true
-	c, err := leasehold.Open(opt, leasehold.WithWatchdog(watchdog))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := locktest.OpenAt(t, opt, leasehold.WithWatchdog(watchdog))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	l, err := rlock.New(c, "stolen").Acquire(ctx)

@@ -14,6 +14,7 @@ import (
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/election"
 	"github.com/leasehold/leasehold/fairqueue"
+	"github.com/leasehold/leasehold/internal/locktest"
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/lease"
@@ -266,11 +267,7 @@ func TestLostAtRenewalWithoutTracking(t *testing.T) {
 	const watchdog = 900 * time.Millisecond // renewed every 300ms
 	opt := srv.Option()
 	opt.DisableCache = true
-	byOpen, err := leasehold.Open(opt, leasehold.WithWatchdog(watchdog))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer byOpen.Close()
+	byOpen := locktest.OpenAt(t, opt, leasehold.WithWatchdog(watchdog))
 	rc, err := rueidis.NewClient(srv.Option())
 	if err != nil {
 		t.Fatal(err)
@@ -371,11 +368,7 @@ func TestOneReadPerKey(t *testing.T) {
 func BenchmarkGuard(b *testing.B) {
 	const leases = 10000
 	srv := redistest.Start(b)
-	c, err := leasehold.Open(srv.Option())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c := locktest.Open(b, srv)
 	ctx := context.Background()
 	names := make([]string, leases)
 	for i := range names {
@@ -433,11 +426,7 @@ func BenchmarkGuard(b *testing.B) {
 // deletion at once, on whichever node its lock lives.
 func TestClusterLostAtOnce(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
-	c, err := leasehold.Open(cl.Option())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := locktest.OpenAt(t, cl.Option())
 	for i, k := range holdKinds {
 		t.Run(k.name, func(t *testing.T) {
 			name := fmt.Sprintf("cluster-lost-%d", i) // names over several slots and nodes

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/locktest"
 	"github.com/leasehold/leasehold/internal/redistest"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rlock"
@@ -25,16 +25,7 @@ import (
 // heard at once, its access expiring the key.
 func TestLossOverlap(t *testing.T) {
 	srv := redistest.Start(t)
-	holder, err := leasehold.Open(srv.Option())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	operator, err := leasehold.Open(srv.Option())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer operator.Close()
+	holder, operator := locktest.Open(t, srv), locktest.Open(t, srv)
 	trials := pick(20, 100)
 	// The removals come on a connection of their own, open all along, as
 	// another service's would.
