@@ -183,18 +183,25 @@ func ratioTable(w io.Writer, rs *Results, libs []string) {
 }
 
 func ratioCell(rs *Results, r ratio, peer string) string {
-	lh, ok := rs.Median(r.bench+"/leasehold", r.unit)
+	v, ok := r.of(rs, peer)
 	if !ok {
 		return "–"
 	}
-	p, ok := rs.Median(r.bench+"/"+peer, r.unit)
-	if !ok || p == 0 || lh == 0 {
-		return "–"
+	return fmt.Sprintf("%.2fx", v)
+}
+
+// of is leasehold's median over peer's (or the inverse): false when either
+// is missing or zero.
+func (r ratio) of(rs *Results, peer string) (float64, bool) {
+	lh, ok1 := rs.Median(r.bench+"/leasehold", r.unit)
+	p, ok2 := rs.Median(r.bench+"/"+peer, r.unit)
+	if !ok1 || !ok2 || p == 0 || lh == 0 {
+		return 0, false
 	}
 	if r.inverse {
-		return fmt.Sprintf("%.2fx", p/lh)
+		return p / lh, true
 	}
-	return fmt.Sprintf("%.2fx", lh/p)
+	return lh / p, true
 }
 
 // fairTable writes a row per run of BenchmarkFairWaiters (waiters, locks).
@@ -278,33 +285,30 @@ func targets(w io.Writer, rs *Results, libs []string) {
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	med := func(name, unit string) (float64, bool) { return rs.Median(name, unit) }
 
-	// ratio adds the line of one "leasehold against a peer" target: more is
-	// better for a throughput, less for a cost.
-	ratio := func(what, bench, unit, peer string, cost bool, bound float64) {
-		lh, ok1 := med("Benchmark"+bench+"/leasehold", unit)
-		p, ok2 := med("Benchmark"+bench+"/"+peer, unit)
-		if !ok1 || !ok2 || p == 0 || lh == 0 {
+	// target adds the line of one "leasehold against a peer" target, r's
+	// ratio to peer: at most bound for a cost, at least bound otherwise.
+	target := func(what string, r ratio, peer string, cost bool, bound float64) {
+		v, ok := r.of(rs, peer)
+		if !ok {
 			return
 		}
-		r, cmp := lh/p, "<="
-		if unit == "ns/op" {
-			r = p / lh // a throughput, from the time per op
+		cmp, met := ">=", v >= bound
+		if cost {
+			cmp, met = "<=", v <= bound
 		}
-		if !cost {
-			cmp = ">="
-		}
-		met := (cost && r <= bound) || (!cost && r >= bound)
-		add("%s: %.2fx %s (target %s %.1fx): %s", what, r, peer, cmp, bound, map[bool]string{true: "met", false: "not met"}[met])
+		add("%s: %.2fx %s (target %s %.1fx): %s", what, v, peer, cmp, bound, map[bool]string{true: "met", false: "not met"}[met])
 	}
 	for _, bench := range []string{"Uncontended", "ParallelDistinct"} {
-		ratio(bench+", Redis CPU per acquire+release", bench, "redis-cpu-µs/op", "redisson", true, 1.1)
-		ratio(bench+", commandstats time per acquire+release", bench, "redis-µs/op", "redisson", true, 1.1)
+		b := "Benchmark" + bench
+		target(bench+", Redis CPU per acquire+release", ratio{bench: b, unit: "redis-cpu-µs/op"}, "redisson", true, 1.1)
+		target(bench+", commandstats time per acquire+release", ratio{bench: b, unit: "redis-µs/op"}, "redisson", true, 1.1)
 	}
-	ratio("ParallelDistinct, ops/s", "ParallelDistinct", "ops/s", "rueidislock", false, 1.0)
-	ratio("Contended, handoffs/s", "Contended", "handoffs/s", "rueidislock", false, 1.0)
-	ratio("Uncontended, acquire+release throughput", "Uncontended", "ns/op", "rueidislock", false, 1.0)
-	ratio("Uncontended, acquire+release throughput", "Uncontended", "ns/op", "redislock", false, 1.0)
-	ratio("Uncontended, acquire+release throughput", "Uncontended", "ns/op", "redsync", false, 0.9)
+	target("ParallelDistinct, ops/s", ratio{bench: "BenchmarkParallelDistinct", unit: "ops/s"}, "rueidislock", false, 1.0)
+	target("Contended, handoffs/s", ratio{bench: "BenchmarkContended", unit: "handoffs/s"}, "rueidislock", false, 1.0)
+	uncontended := ratio{bench: "BenchmarkUncontended", unit: "ns/op", inverse: true} // a throughput, from the time per op
+	target("Uncontended, acquire+release throughput", uncontended, "rueidislock", false, 1.0)
+	target("Uncontended, acquire+release throughput", uncontended, "redislock", false, 1.0)
+	target("Uncontended, acquire+release throughput", uncontended, "redsync", false, 0.9)
 	if lh, ok := med("BenchmarkParallelDistinct/leasehold", "ops/s"); ok {
 		if base, ok := med(baseline, "ops/s"); ok {
 			add("ParallelDistinct: leasehold = %.2f of redis-benchmark's %s acquire+release pairs/s of the same scripts",
