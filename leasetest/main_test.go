@@ -1,0 +1,84 @@
+package leasetest_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/leasehold/leasehold/lease"
+)
+
+// Every test's servers and Clients are gone by the time its Cleanup has
+// run: goleak finds no goroutine of theirs left.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// ctxTimeout is a ctx ending after d or with the test.
+func ctxTimeout(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// eventually polls cond until it holds, failing t after d.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+	}
+}
+
+// acquire takes l or fails t.
+func acquire(t *testing.T, ctx context.Context, l lease.Locker) *lease.Lease {
+	t.Helper()
+	ls, err := l.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	return ls
+}
+
+// release gives ls back or fails t.
+func release(t *testing.T, ls *lease.Lease) {
+	t.Helper()
+	if err := ls.Release(context.Background()); err != nil {
+		t.Fatalf("Release %s: %v", ls.Name(), err)
+	}
+}
+
+// result waits up to d for f's lease, failing t on an error or none.
+func result(t *testing.T, f *lease.Future, d time.Duration) *lease.Lease {
+	t.Helper()
+	select {
+	case <-f.Done():
+	case <-time.After(d):
+		t.Fatalf("no lease within %v", d)
+	}
+	ls, err := f.Result()
+	if err != nil {
+		t.Fatalf("waiter: %v", err)
+	}
+	return ls
+}
+
+// pending fails t if f has a result already.
+func pending(t *testing.T, f *lease.Future, what string) {
+	t.Helper()
+	select {
+	case <-f.Done():
+		ls, err := f.Result()
+		t.Fatalf("%s: %v, %v; want it still waiting", what, ls, err)
+	default:
+	}
+}
+
+func wantErr(t *testing.T, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("error %v, want one wrapping %v", err, target)
+	}
+}

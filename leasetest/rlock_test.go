@@ -1,0 +1,248 @@
+package leasetest_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/leasetest"
+	"github.com/leasehold/leasehold/rlock"
+)
+
+// Clients on one Server exclude each other, as processes on one Redis do:
+// one holder at a time, each with a token above the last.
+func TestMutualExclusion(t *testing.T) {
+	srv := leasetest.NewServer(t)
+	const clients, workers, rounds = 3, 4, 10
+	var inside, entries atomic.Int32
+	var mu sync.Mutex
+	var last uint64
+	var wg sync.WaitGroup
+	errs := make(chan error, clients*workers*rounds)
+	for range clients {
+		l := rlock.New(srv.Open(), "mutex")
+		for range workers {
+			wg.Go(func() {
+				for range rounds {
+					ls, err := l.Acquire(ctxTimeout(t, 30*time.Second))
+					if err != nil {
+						errs <- err
+						return
+					}
+					if n := inside.Add(1); n != 1 {
+						errs <- fmt.Errorf("%d holders at once", n)
+					}
+					mu.Lock()
+					if ls.Token() <= last {
+						errs <- fmt.Errorf("token %d after %d", ls.Token(), last)
+					}
+					last = ls.Token()
+					mu.Unlock()
+					entries.Add(1)
+					inside.Add(-1)
+					if err := ls.Release(context.Background()); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got, want := entries.Load(), int32(clients*workers*rounds); got != want {
+		t.Fatalf("%d critical sections, want %d", got, want)
+	}
+}
+
+// A waiter wakes on the release's unlock message. The holder's lease is a
+// minute, which is how long a waiter that missed the message would sleep
+// before trying again.
+func TestWakeOnRelease(t *testing.T) {
+	srv := leasetest.NewServer(t)
+	holder, other := srv.Open(), srv.Open()
+	ctx := ctxTimeout(t, 30*time.Second)
+	held := acquire(t, ctx, rlock.New(holder, "wake", leasehold.WithLeaseTime(time.Minute)))
+	f := rlock.New(other, "wake").AcquireAsync(ctx)
+	eventually(t, 5*time.Second, "waiter subscribed", func() bool { return other.Stats().Waiters == 1 })
+	pending(t, f, "waiter while the lock is held")
+	released := time.Now()
+	release(t, held)
+	ls := result(t, f, 10*time.Second)
+	// Generous: the message comes within a round trip; a slow machine
+	// under -race still answers in well under 2s, and a missed message
+	// means a minute.
+	if el := time.Since(released); el > 2*time.Second {
+		t.Fatalf("waiter took %v after the release (lease 1m)", el)
+	}
+	if ls.Token() <= held.Token() {
+		t.Fatalf("token %d after %d", ls.Token(), held.Token())
+	}
+	release(t, ls)
+}
+
+// A fixed lease runs out on the wall clock: its holder hears it, and a
+// waiter takes the lock then, with a higher token, and not before.
+func TestFixedLeaseExpires(t *testing.T) {
+	srv := leasetest.NewServer(t)
+	holder, other := srv.Open(), srv.Open()
+	ctx := ctxTimeout(t, 30*time.Second)
+	const leaseTime = 500 * time.Millisecond
+	taken := time.Now()
+	held := acquire(t, ctx, rlock.New(holder, "fixed", leasehold.WithLeaseTime(leaseTime)))
+	ls := acquire(t, ctx, rlock.New(other, "fixed"))
+	if el := time.Since(taken); el < leaseTime {
+		t.Fatalf("waiter took the lock %v after it was taken, before the %v lease ran out", el, leaseTime)
+	}
+	select {
+	case <-held.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("holder's Lost not closed 5s after its lease ran out")
+	}
+	wantErr(t, held.Err(), lease.ErrLost)
+	if ls.Token() <= held.Token() {
+		t.Fatalf("token %d after %d", ls.Token(), held.Token())
+	}
+	release(t, ls)
+}
+
+// The watchdog keeps a lease past its length while the holder lives.
+func TestWatchdogKeepsLease(t *testing.T) {
+	c := leasetest.Open(t, leasehold.WithWatchdog(300*time.Millisecond))
+	ctx := ctxTimeout(t, 30*time.Second)
+	l := rlock.New(c, "kept")
+	ls := acquire(t, ctx, l)
+	time.Sleep(time.Second) // three leases' worth
+	if err := ls.Err(); err != nil {
+		t.Fatalf("lease lost while renewed: %v", err)
+	}
+	if _, err := l.TryAcquire(context.Background()); err == nil {
+		t.Fatal("TryAcquire of another owner succeeded while the lease is renewed")
+	}
+	release(t, ls)
+}
+
+// A force release, or any removal of the lock, is heard by its holder
+// within a second with the kit's default watchdog: its next renewal finds
+// the lock gone.
+func TestForceReleaseHeard(t *testing.T) {
+	srv := leasetest.NewServer(t)
+	holder, operator := srv.Open(), srv.Open()
+	ctx := ctxTimeout(t, 30*time.Second)
+	ls := acquire(t, ctx, rlock.New(holder, "forced"))
+	removed := time.Now()
+	if ok, err := rlock.New(operator, "forced").ForceRelease(ctx); !ok || err != nil {
+		t.Fatalf("ForceRelease = %v, %v", ok, err)
+	}
+	select {
+	case <-ls.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("holder did not hear the force release within 5s")
+	}
+	// The kit renews every 0.5s: a second is that and the slow round trips
+	// of a loaded machine under -race.
+	if el := time.Since(removed); el > time.Second {
+		t.Fatalf("holder heard the force release %v later, want within 1s", el)
+	}
+	wantErr(t, ls.Err(), lease.ErrLost)
+	wantErr(t, ls.Release(context.Background()), lease.ErrNotHeld)
+}
+
+// Reentrancy goes through the lease's context; the lock is free once each
+// lease is released; another owner meanwhile is refused.
+func TestReentrancy(t *testing.T) {
+	c := leasetest.Open(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	l := rlock.New(c, "re")
+	outer := acquire(t, ctx, l)
+	inner := acquire(t, outer.Context(), l)
+	if n := inner.HoldCount(); n != 2 {
+		t.Fatalf("HoldCount %d after a re-entry, want 2", n)
+	}
+	release(t, inner)
+	_, err := l.TryAcquire(ctx)
+	wantErr(t, err, lease.ErrNotAcquired)
+	release(t, outer)
+	if locked, err := l.IsLocked(ctx); locked || err != nil {
+		t.Fatalf("IsLocked after the last release = %v, %v", locked, err)
+	}
+	release(t, acquire(t, ctx, l))
+}
+
+// Closing a Client releases its locks at once and reports its leases lost
+// with ErrClosed; another Client takes the lock without waiting out the
+// lease.
+func TestCloseReleases(t *testing.T) {
+	srv := leasetest.NewServer(t)
+	c, other := srv.Open(), srv.Open()
+	ctx := ctxTimeout(t, 30*time.Second)
+	ls := acquire(t, ctx, rlock.New(c, "closed", leasehold.WithLeaseTime(time.Minute)))
+	c.Close()
+	wantErr(t, ls.Err(), lease.ErrClosed)
+	got, err := rlock.New(other, "closed").TryAcquire(ctx)
+	if err != nil {
+		t.Fatalf("TryAcquire after the holder's Client closed: %v", err)
+	}
+	release(t, got)
+}
+
+// Parallel tests get servers of their own: the same lock name is free in
+// each, and a Server's keys are gone with its test.
+func TestParallelServers(t *testing.T) {
+	addrs := make(chan string, 4)
+	t.Run("group", func(t *testing.T) {
+		for i := range cap(addrs) {
+			t.Run(fmt.Sprint(i), func(t *testing.T) {
+				t.Parallel()
+				srv := leasetest.NewServer(t)
+				addrs <- srv.Addr()
+				ls, err := rlock.New(srv.Open(), "shared-name").TryAcquire(ctxTimeout(t, 10*time.Second))
+				if err != nil {
+					t.Fatalf("TryAcquire on a server of this test's own: %v", err)
+				}
+				time.Sleep(100 * time.Millisecond) // held while the others try theirs
+				release(t, ls)
+			})
+		}
+	})
+	close(addrs)
+	seen := map[string]bool{}
+	for a := range addrs {
+		if seen[a] {
+			t.Fatalf("two parallel tests got the server at %s", a)
+		}
+		seen[a] = true
+	}
+}
+
+// A removal that publishes nothing (a DEL by another client) wakes a
+// waiter when the holder's lease was due to end: the kit's 1.5s watchdog
+// at most, not at once (no invalidations), and not the waiter's own 30s.
+func TestWaiterAfterSilentDelete(t *testing.T) {
+	srv := leasetest.NewServer(t)
+	holder, other := srv.Open(), srv.Open()
+	ctx := ctxTimeout(t, 30*time.Second)
+	held := acquire(t, ctx, rlock.New(holder, "silent"))
+	f := rlock.New(other, "silent").AcquireAsync(ctx)
+	eventually(t, 5*time.Second, "waiter subscribed", func() bool { return other.Stats().Waiters == 1 })
+	rc := rawClient(t, srv)
+	deleted := time.Now()
+	if err := rc.Do(ctx, rc.B().Del().Key("silent").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	ls := result(t, f, 10*time.Second)
+	// The watchdog's 1.5s, plus 2s for a loaded machine under -race.
+	if el := time.Since(deleted); el > 3500*time.Millisecond {
+		t.Fatalf("waiter took the lock %v after the DEL, want within the holder's 1.5s lease", el)
+	}
+	<-held.Lost()
+	release(t, ls)
+}
