@@ -3,6 +3,7 @@ package leasetest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -80,5 +81,25 @@ func wantErr(t *testing.T, err, target error) {
 	t.Helper()
 	if !errors.Is(err, target) {
 		t.Fatalf("error %v, want one wrapping %v", err, target)
+	}
+}
+
+// exampleT stands in the examples for the *testing.T a test is given (an
+// example has none): it keeps the cleanups the kit registers, and runs
+// them, last first, when the example calls end, as a test does when it
+// ends. The kit calls nothing else of a testing.TB.
+type exampleT struct {
+	testing.TB
+	cleanups []func()
+}
+
+func (t *exampleT) Helper()                        {}
+func (t *exampleT) Logf(string, ...any)            {}
+func (t *exampleT) Cleanup(f func())               { t.cleanups = append(t.cleanups, f) }
+func (t *exampleT) Fatalf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }
+
+func (t *exampleT) end() {
+	for i := len(t.cleanups) - 1; i >= 0; i-- {
+		t.cleanups[i]()
 	}
 }

@@ -1,0 +1,56 @@
+package leasetest_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/leasetest"
+	"github.com/leasehold/leasehold/rlock"
+)
+
+// Work under lease.Do stops when the lock is lost, within a second of a
+// force release on the kit, and Do says it was lost; TryDo skips work that
+// another process holds.
+func TestDoStopsOnLoss(t *testing.T) {
+	srv := leasetest.NewServer(t)
+	worker, operator := srv.Open(), srv.Open()
+	ctx := ctxTimeout(t, 30*time.Second)
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	var cause error
+	go func() {
+		done <- lease.Do(ctx, rlock.New(worker, "job"), func(ctx context.Context) error {
+			close(started)
+			<-ctx.Done() // the work, until the lock is lost
+			cause = context.Cause(ctx)
+			return nil
+		})
+	}()
+	<-started
+	err := lease.TryDo(ctx, rlock.New(operator, "job"), func(context.Context) error {
+		t.Error("TryDo ran fn while another process held the lock")
+		return nil
+	})
+	wantErr(t, err, lease.ErrNotAcquired)
+
+	removed := time.Now()
+	if ok, err := rlock.New(operator, "job").ForceRelease(ctx); !ok || err != nil {
+		t.Fatalf("ForceRelease = %v, %v", ok, err)
+	}
+	select {
+	case err = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Do's work still running 5s after the lock was removed")
+	}
+	// The kit renews every 0.5s; a second allows for a loaded machine.
+	if el := time.Since(removed); el > time.Second {
+		t.Fatalf("work stopped %v after the removal, want within 1s", el)
+	}
+	wantErr(t, err, lease.ErrLost)
+	if !errors.Is(cause, lease.ErrLost) {
+		t.Fatalf("fn's context.Cause %v, want one wrapping ErrLost", cause)
+	}
+}
