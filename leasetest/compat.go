@@ -16,7 +16,12 @@ import (
 	"github.com/leasehold/leasehold/lease"
 )
 
-// What the kit sets right where miniredis differs from Redis, in one place.
+// What the kit sets right where miniredis differs from Redis, all of it
+// here. Each piece says what of miniredis it makes up for. A Client that
+// opens a tracking connection of its own where the server offers CLIENT
+// TRACKING finds none on miniredis: it warns (to the test's log, testLog)
+// and hears of removals at renewal, which the short watchdog keeps within a
+// second.
 
 // watchdog is the kit's default watchdog lease. miniredis has no CLIENT
 // TRACKING, so a Client hears that its lock was removed only when a renewal
@@ -24,13 +29,13 @@ import (
 // second, as the package doc promises.
 const watchdog = 1500 * time.Millisecond
 
-// setUp makes mr's keys expire on the wall clock, as Redis does, and as
-// TIME (the source of fencing tokens and of semaphore deadlines in the
-// scripts) already reads it. miniredis otherwise expires keys only when
-// FastForward is called. Expired keys go when a command next touches the
-// database: Redis also expires them on access, and nothing of a lock waits
-// for an expiry it is not told of.
-// It also runs every script after luaPrelude.
+// setUp fits mr to the kit before any Client dials it:
+//   - keys expire on the wall clock, which TIME (the source of fencing
+//     tokens and of semaphore deadlines in the scripts) already reads;
+//     miniredis otherwise expires keys only when told to (FastForward). An
+//     expired key is gone when a command next touches the database, so no
+//     command sees it, which is all a lock can tell;
+//   - every script runs after luaPrelude (scripts.hook).
 func setUp(mr *miniredis.Miniredis) {
 	mr.ClockTTL(true)
 	srv := mr.Server()

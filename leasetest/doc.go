@@ -4,7 +4,7 @@
 //
 //	func TestRefresh(t *testing.T) {
 //		c := leasetest.Open(t) // a Client on a Redis of this test's own
-//		if err := refresh(ctx, rlock.New(c, "cache")); err != nil { ... }
+//		if err := refresh(t.Context(), rlock.New(c, "cache")); err != nil { ... }
 //	}
 //
 // Several Clients on one Server stand for several processes, several
@@ -25,7 +25,11 @@
 //     failover. Stats().MemoryPolicy is "".
 //
 // A kit Client's warnings go to the test's log unless WithObserver is
-// given. The kit is a module of its own,
+// given. The whole list of differences, integration tests against a real
+// Redis and faults to inject:
+// https://github.com/leasehold/leasehold/blob/main/docs/testing.md
+//
+// The kit is a module of its own,
 // github.com/leasehold/leasehold/leasetest, so that users of the locks
 // never download miniredis.
 package leasetest

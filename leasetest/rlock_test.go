@@ -149,8 +149,10 @@ func TestForceReleaseHeard(t *testing.T) {
 	}
 	// The kit renews every 0.5s: a second is that and the slow round trips
 	// of a loaded machine under -race.
-	if el := time.Since(removed); el > time.Second {
-		t.Fatalf("holder heard the force release %v later, want within 1s", el)
+	el := time.Since(removed)
+	t.Logf("the holder heard of the force release %v after it", el)
+	if el > time.Second {
+		t.Fatalf("holder heard of the force release %v after it, want within 1s", el)
 	}
 	wantErr(t, ls.Err(), lease.ErrLost)
 	wantErr(t, ls.Release(context.Background()), lease.ErrNotHeld)
