@@ -91,10 +91,17 @@ func TestReadWrite(t *testing.T) {
 	pending(t, fr, "reader while the writer holds")
 	release(t, wl)
 	release(t, result(t, fr, 5*time.Second))
-	_, err := w.Write().TryAcquire(ctx)
+	wl, err := w.Write().TryAcquire(ctx)
 	if err != nil {
 		t.Fatalf("writer after every reader left: %v", err)
 	}
+	// A read under the write lease is a downgrade, allowed; a write under a
+	// read lease alone is an upgrade, refused at once.
+	rl := acquire(t, wl.Context(), w.Read())
+	release(t, wl)
+	_, err = w.Write().Acquire(rl.Context())
+	wantErr(t, err, rw.ErrUpgrade)
+	release(t, rl)
 }
 
 // A semaphore bounds its holders across Clients; a release wakes a

@@ -248,3 +248,27 @@ func TestWaiterAfterSilentDelete(t *testing.T) {
 	<-held.Lost()
 	release(t, ls)
 }
+
+// A wait that ends with its ctx returns ctx's error and holds nothing: the
+// lock is free for the next taker as soon as the holder releases it.
+func TestCancelledWaitHoldsNothing(t *testing.T) {
+	srv := leasetest.NewServer(t)
+	holder, other := srv.Open(), srv.Open()
+	held := acquire(t, ctxTimeout(t, 10*time.Second), rlock.New(holder, "busy"))
+	_, err := rlock.New(other, "busy").Acquire(ctxTimeout(t, 200*time.Millisecond))
+	wantErr(t, err, context.DeadlineExceeded)
+	f := rlock.New(other, "busy").AcquireAsync(ctxTimeout(t, 10*time.Second))
+	f.Cancel()
+	if _, err := f.Result(); err == nil {
+		t.Fatal("a cancelled Future returned a lease")
+	}
+	release(t, held)
+	ls, err := rlock.New(other, "busy").TryAcquire(ctxTimeout(t, 10*time.Second))
+	if err != nil {
+		t.Fatalf("TryAcquire after the holder released, the waits given up: %v", err)
+	}
+	release(t, ls)
+	if n := other.Stats().Leases; n != 0 {
+		t.Fatalf("%d holds kept after every release", n)
+	}
+}
