@@ -272,3 +272,17 @@ func TestCancelledWaitHoldsNothing(t *testing.T) {
 		t.Fatalf("%d holds kept after every release", n)
 	}
 }
+
+// The kit's server has no replicas: with WithReplicas every acquisition
+// fails with ErrNotReplicated and holds nothing, which is how a test meets
+// that path.
+func TestWithReplicasNotReplicated(t *testing.T) {
+	srv := leasetest.NewServer(t)
+	c := srv.Open(leasehold.WithReplicas(1, 50*time.Millisecond))
+	ctx := ctxTimeout(t, 10*time.Second)
+	_, err := rlock.New(c, "replicated").TryAcquire(ctx)
+	wantErr(t, err, lease.ErrNotReplicated)
+	if locked, err := rlock.New(srv.Open(), "replicated").IsLocked(ctx); locked || err != nil {
+		t.Fatalf("IsLocked after a refused acquisition = %v, %v", locked, err)
+	}
+}
