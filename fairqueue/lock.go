@@ -28,10 +28,12 @@ var _ lease.Locker = (*Lock)(nil)
 
 // New returns the fair lock name on c. Options: leasehold.WithLeaseTime for a
 // fixed lease instead of the watchdog, leasehold.WithQueueTimeout for how
-// long a waiter that stops asking keeps its place (default 5s).
+// long a waiter that stops asking keeps its place (default 5s),
+// leasehold.WithHoldAtLeast to keep the lock taken for a while after a quick
+// release.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	cc := (*core.Client)(c)
-	cfg := cc.LockConfig(opts, core.TakesQueueTimeout)
+	cfg := cc.LockConfig(opts, core.TakesQueueTimeout|core.TakesHoldAtLeast)
 	// The protocol is Redisson's RFairLock.
 	p := lua.NewFair(name, cfg.Lua())
 	e := engine.New(cc, name, cfg, p)
