@@ -56,7 +56,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (*lease.Lease, er
 	// One engine per campaign: its protocol carries the value to publish.
 	// It is Redisson's RLock on NAME, with the leader key written, renewed
 	// and deleted along with the hold.
-	ls, err := engine.New(e.c, e.s.Name(), e.cfg, e.s.Campaign(value)).Acquire(ctx)
+	ls, err := e.campaign(value).Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +64,38 @@ func (e *Election) Campaign(ctx context.Context, value string) (*lease.Lease, er
 	e.leading = ls
 	e.mu.Unlock()
 	return ls, nil
+}
+
+// Lead campaigns as Campaign does, runs fn while this caller leads, and
+// resigns when fn returns or panics: lease.Do for an election. fn's ctx ends
+// when the leadership is lost or ctx ends; see lease.Do for what it returns.
+func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.Context) error) error {
+	return lease.Do(ctx, candidate{e: e, value: value}, fn)
+}
+
+// candidate is value's campaign as a lease.Locker, for Lead: its Acquire is
+// Campaign, so Proclaim speaks for the leadership.
+type candidate struct {
+	e     *Election
+	value string
+}
+
+func (c candidate) Acquire(ctx context.Context) (*lease.Lease, error) {
+	return c.e.Campaign(ctx, c.value)
+}
+
+func (c candidate) TryAcquire(ctx context.Context) (*lease.Lease, error) {
+	return c.e.campaign(c.value).TryAcquire(ctx)
+}
+
+func (c candidate) AcquireAsync(ctx context.Context) *lease.Future {
+	return c.e.campaign(c.value).AcquireAsync(ctx)
+}
+
+// campaign is the engine of a campaign for value: its protocol carries the
+// value to publish.
+func (e *Election) campaign(value string) *engine.Engine {
+	return engine.New(e.c, e.s.Name(), e.cfg, e.s.Campaign(value))
 }
 
 // Proclaim publishes value as the leader's while this Election leads: while

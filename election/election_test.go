@@ -3,6 +3,7 @@ package election_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -364,4 +365,36 @@ func TestLeaderClientClosed(t *testing.T) {
 		t.Fatalf("Leader = %+v, %v; want %+v", got, err, of(lb, "b"))
 	}
 	release(t, lb)
+}
+
+// Lead leads while fn runs (Leader names its value and Proclaim speaks for
+// it), resigns when fn returns, and reports a leadership lost under fn.
+func TestLead(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	e, watcher := election.New(open(t, srv), "lead"), election.New(open(t, srv), "lead")
+	err := e.Lead(ctx, "a", func(ctx context.Context) error {
+		if l, err := watcher.Leader(ctx); err != nil || l.Value != "a" {
+			return fmt.Errorf("Leader under fn = %+v, %v; want a", l, err)
+		}
+		if err := e.Proclaim(ctx, "a2"); err != nil {
+			return fmt.Errorf("Proclaim under fn: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := watcher.Leader(ctx); !errors.Is(err, election.ErrNoLeader) {
+		t.Fatalf("Leader after Lead returned = %v; want ErrNoLeader (resigned)", err)
+	}
+
+	short := election.New(open(t, srv), "lead", leasehold.WithLeaseTime(300*time.Millisecond))
+	err = short.Lead(ctx, "b", func(ctx context.Context) error {
+		<-ctx.Done() // the term runs out
+		return nil
+	})
+	if !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("Lead whose term ran out = %v; want an error wrapping ErrLost", err)
+	}
 }

@@ -2,6 +2,7 @@ package election_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"time"
@@ -111,4 +112,31 @@ func ExampleElection_Leader() {
 	// Output:
 	// leader "singleton-consumer": election: no leader
 	// worker-7 true
+}
+
+// Lead runs a leader's work while it leads, and resigns when the work
+// returns: here a scheduler drains its queue, then hands over.
+func ExampleElection_Lead() {
+	c := openClient()
+	defer c.Close()
+	ctx := context.Background()
+
+	e := election.New(c, "billing-scheduler")
+	err := e.Lead(ctx, "host-a", func(ctx context.Context) error {
+		// ctx ends if the leadership is lost: stop scheduling then.
+		l, err := e.Leader(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Println(l.Value, "leads")
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = e.Leader(ctx)
+	fmt.Println(errors.Is(err, election.ErrNoLeader))
+	// Output:
+	// host-a leads
+	// true
 }

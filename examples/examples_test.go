@@ -11,6 +11,7 @@ package examples_test
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,8 +43,9 @@ var runs = []struct {
 		`^the 300ms lease on "nightly-job" was lost after .*: hold "nightly-job": lease: lost: the lease time ran out$`,
 	}, nil},
 	{"quickstart", "quickstart", nil, []string{
-		`^holding "quickstart", fencing token \d+$`,
-		`^work done; releasing$`,
+		`^started redis-server on `,
+		`^holding the lock$`,
+		`^work done; giving the lock back$`,
 	}, nil},
 	{"coupons", "coupons", nil, []string{
 		`^handed out 100 of 100; stock left 0, lowest 0$`,
@@ -155,12 +157,7 @@ func TestExamples(t *testing.T) {
 		}
 	}
 	// As a newcomer runs them: no REDIS_ADDR, so each starts its own server.
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "REDIS_ADDR=") {
-			env = append(env, kv)
-		}
-	}
+	env := withoutRedisAddr()
 
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {
@@ -220,35 +217,118 @@ func TestExamplesStandAlone(t *testing.T) {
 	}
 }
 
-// Each example carries its own copy of withRedis in redis.go, so that it
-// can be copied out alone: this fails when one copy is changed without the
-// others.
+// Each example carries its own copy of withRedis in redis.go (quickstart
+// has a supervisor instead), and of redis_linux.go and redis_other.go, so
+// that it can be copied out alone: this fails when one copy is changed
+// without the others.
 func TestRedisHelperCopiesAgree(t *testing.T) {
 	entries, err := os.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var first, firstDir string
+	first, firstDir := map[string]string{}, map[string]string{}
+	agree := func(dir, file, text string) {
+		switch {
+		case first[file] == "":
+			first[file], firstDir[file] = text, dir
+		case text != first[file]:
+			t.Errorf("%s/%s differs from %s/%s", dir, file, firstDir[file], file)
+		}
+	}
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
-		src, err := os.ReadFile(filepath.Join(e.Name(), "redis.go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		// From withRedis's doc comment on: quickstart's file has its main
-		// above it.
-		_, helper, ok := strings.Cut(string(src), "\n// withRedis ")
-		switch {
-		case !ok:
-			t.Errorf("%s/redis.go has no withRedis", e.Name())
-		case first == "":
-			first, firstDir = helper, e.Name()
-		case helper != first:
-			t.Errorf("withRedis in %s/redis.go differs from the one in %s/redis.go", e.Name(), firstDir)
+		for _, file := range []string{"redis.go", "redis_linux.go", "redis_other.go"} {
+			src, err := os.ReadFile(filepath.Join(e.Name(), file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if file == "redis.go" && e.Name() == "quickstart" {
+				continue
+			}
+			agree(e.Name(), file, string(src))
 		}
 	}
+}
+
+// An example's redis-server must not outlive it, however it ends: killed
+// by a closed stdout (`| head -2`: SIGPIPE), or by kill -9. Each run reads
+// the server's address from the example's first line, ends the example, and
+// waits until nothing answers there; the kernel and the example's signal
+// handling take a moment, hence the generous 10s.
+func TestExampleServerDiesWithIt(t *testing.T) {
+	dir := t.TempDir()
+	for _, ex := range []string{"workers", "quickstart"} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, ex), "./"+ex).CombinedOutput(); err != nil {
+			t.Fatalf("go build ./%s: %v\n%s", ex, err, out)
+		}
+	}
+	for _, c := range []struct{ name, example, end string }{
+		{"workers-sigpipe", "workers", "close stdout"},
+		{"workers-kill", "workers", "kill -9"},
+		{"quickstart-sigpipe", "quickstart", "close stdout"},
+		{"quickstart-kill", "quickstart", "kill -9"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(filepath.Join(dir, c.example), "-v")
+			if c.example == "quickstart" {
+				cmd.Args = cmd.Args[:1]
+			}
+			cmd.Env = withoutRedisAddr()
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			line := make([]byte, 256)
+			n, err := stdout.Read(line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, addr, ok := strings.Cut(strings.TrimSpace(string(line[:n])), "started redis-server on ")
+			if !ok {
+				t.Fatalf("first line %q names no server", line[:n])
+			}
+			addr, _, _ = strings.Cut(addr, "\n")
+			if c.end == "kill -9" {
+				_ = cmd.Process.Kill()
+			}
+			stdout.Close() // the example's next write fails: SIGPIPE
+			_ = cmd.Wait()
+			deadline := time.Now().Add(10 * time.Second)
+			for answers(addr) {
+				if time.Now().After(deadline) {
+					t.Fatalf("redis-server on %s still answers 10s after the example ended (%s)", addr, c.end)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// answers reports whether something accepts connections at addr.
+func answers(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+// withoutRedisAddr is the environment with no REDIS_ADDR: an example
+// starts its own server, as for a newcomer.
+func withoutRedisAddr() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "REDIS_ADDR=") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // ownModule reports whether the example in dir is a module of its own.
@@ -296,9 +376,9 @@ func wantLines(t *testing.T, stdout, stderr string, patterns []string) {
 	}
 }
 
-// The README's quick start is the run function of examples/quickstart/main.go,
-// verbatim, so that it works as written: this test fails when the two drift
-// apart.
+// The README's quick start is examples/quickstart/main.go from its package
+// clause on, verbatim, so that it works as written: this test fails when the
+// two drift apart.
 func TestQuickStartInREADME(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
@@ -308,16 +388,12 @@ func TestQuickStartInREADME(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, fn, ok := bytes.Cut(src, []byte("\nfunc run("))
+	_, prog, ok := bytes.Cut(src, []byte("\npackage main\n"))
 	if !ok {
-		t.Fatal("examples/quickstart/main.go has no func run")
+		t.Fatal("examples/quickstart/main.go has no package clause")
 	}
-	fn, _, ok = bytes.Cut(fn, []byte("\n}\n"))
-	if !ok {
-		t.Fatal("examples/quickstart/main.go: func run has no end")
-	}
-	block := "```go\nfunc run(" + string(fn) + "\n}\n```\n"
+	block := "```go\npackage main\n" + string(prog) + "```\n"
 	if !bytes.Contains(readme, []byte(block)) {
-		t.Fatalf("README.md does not show the run function of examples/quickstart/main.go verbatim in a ```go block:\n%s", block)
+		t.Fatalf("README.md does not show examples/quickstart/main.go verbatim in a ```go block:\n%s", block)
 	}
 }

@@ -14,6 +14,12 @@
 //		...
 //	}
 //
+// Do (TryDo, to make one attempt) does all of that in one call: it takes the
+// lock, runs fn with a ctx that ends when the lease is lost or ctx ends, and
+// gives the lock back when fn returns or panics:
+//
+//	err := lease.Do(ctx, locker, func(ctx context.Context) error { return work(ctx) })
+//
 // Reentrancy flows through the context: Acquire(l.Context()) on the same lock
 // name, through the same Client, returns at once with the hold count raised.
 // Each such Lease is released on its own; the lock is free when the last one

@@ -1,76 +1,76 @@
-// Command quickstart is the quick start of README.md: take a lock, work
-// while holding it, stop if it is lost, release it. main.go's run is the part
-// the README shows; this file finds it a Redis.
-//
-// It uses the Redis at $REDIS_ADDR, or starts a redis-server of its own on a
-// free loopback port and stops it on the way out.
-//
-//	go run ./examples/quickstart
 package main
 
 import (
-	"cmp"
-	"context"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"syscall"
 	"time"
 )
 
-func main() {
-	log.SetFlags(0)
-	err := withRedis(func(addr string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		return run(ctx, addr)
-	})
-	if err != nil {
-		log.Fatal(err)
+// init gives the quick start a Redis of its own when REDIS_ADDR is unset: it
+// starts a redis-server on a free loopback port ($LEASEHOLD_REDIS_SERVER
+// names another binary), runs this same program again with REDIS_ADDR set,
+// stops the server once that run has ended, however it ended (an error,
+// Ctrl-C, a closed stdout as in `| head`, kill -9), and exits as it did.
+// main.go is the program; this file only finds it a Redis.
+func init() {
+	if os.Getenv("REDIS_ADDR") != "" {
+		return
 	}
+	code, err := supervise()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "quickstart:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
 }
 
-// withRedis runs f against the Redis at $REDIS_ADDR or, when that is unset,
-// against a redis-server it starts on a free loopback port, says so on
-// stdout, and stops after f returns, even when f fails. Every example has
-// this same function, so that each can be copied out on its own.
-func withRedis(f func(addr string) error) error {
-	if addr := os.Getenv("REDIS_ADDR"); addr != "" {
-		return f(addr)
-	}
+// supervise starts the server, runs the program against it, stops the
+// server, and returns the program's exit code.
+func supervise() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0") // a port free a moment ago
 	if err != nil {
-		return err
+		return 0, err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
 	_, port, _ := net.SplitHostPort(addr)
-
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	// $LEASEHOLD_REDIS_SERVER names another server binary (a Valkey, an
-	// older Redis), as for the tests.
-	bin := cmp.Or(os.Getenv("LEASEHOLD_REDIS_SERVER"), "redis-server")
-	srv := exec.CommandContext(ctx, bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	// stop sends SIGTERM; Wait kills the server if it has not exited 5s later.
-	srv.Cancel = func() error { return srv.Process.Signal(syscall.SIGTERM) }
-	srv.WaitDelay = 5 * time.Second
-	if err := srv.Start(); err != nil {
-		return fmt.Errorf("no REDIS_ADDR, and no redis-server to start: %w", err)
+	bin := os.Getenv("LEASEHOLD_REDIS_SERVER")
+	if bin == "" {
+		bin = "redis-server"
 	}
-	defer func() { stop(); _ = srv.Wait() }()
-	deadline := time.Now().Add(5 * time.Second)
-	for !answersPing(addr) {
+	srv := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	srv.SysProcAttr = serverAttr()
+	if err := srv.Start(); err != nil {
+		return 0, fmt.Errorf("no REDIS_ADDR, and no redis-server to start: %w", err)
+	}
+	defer func() { _ = srv.Process.Signal(syscall.SIGTERM); _ = srv.Wait() }()
+	// The run hears Ctrl-C and a closed stdout itself; this process waits
+	// for it to end, then stops the server.
+	signal.Ignore(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	for deadline := time.Now().Add(5 * time.Second); !answersPing(addr); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("redis-server on %s did not answer PING in 5s", addr)
+			return 0, fmt.Errorf("redis-server on %s did not answer PING in 5s", addr)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	fmt.Printf("started redis-server on %s\n", addr)
-	return f(addr)
+	self, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	run := exec.Command(self, os.Args[1:]...)
+	run.Env = append(os.Environ(), "REDIS_ADDR="+addr)
+	run.Stdin, run.Stdout, run.Stderr = os.Stdin, os.Stdout, os.Stderr
+	run.SysProcAttr = serverAttr()
+	err = run.Run()
+	if exit, ok := err.(*exec.ExitError); ok {
+		return exit.ExitCode(), nil
+	}
+	return 0, err
 }
 
 // answersPing reports whether the Redis at addr answers PING with PONG.

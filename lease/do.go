@@ -1,0 +1,103 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Do acquires l, waiting as Acquire does, runs fn while the lease holds,
+// and releases it when fn returns or panics. If the lock is not acquired,
+// fn is not called and Do returns Acquire's error.
+//
+// fn's ctx ends when the lease is lost or ctx ends, whichever comes first;
+// context.Cause says which. It carries the lease: Acquire(fnCtx) on the same
+// lock through the same Client re-enters it.
+//
+// Do returns fn's error. When the lease was lost before fn returned, the
+// error wraps ErrLost as well, even if fn returned nil: the work ran partly
+// without the lock. Otherwise a failed release's error is returned. The
+// release is not ended by ctx; while Redis does not confirm it, Do tries
+// again until it does or the lease runs out, so that Do never returns with
+// the lock still held.
+func Do(ctx context.Context, l Locker, fn func(ctx context.Context) error) error {
+	held, err := l.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	return held.run(ctx, fn)
+}
+
+// TryDo is Do with one attempt: when another owner holds the lock it
+// returns at once an error wrapping ErrNotAcquired, and fn is not called.
+func TryDo(ctx context.Context, l Locker, fn func(ctx context.Context) error) error {
+	held, err := l.TryAcquire(ctx)
+	if err != nil {
+		return err
+	}
+	return held.run(ctx, fn)
+}
+
+// errDone is the cause of fn's ctx once fn has returned.
+var errDone = errors.New("lease: do: fn returned")
+
+// run runs fn under the lease and releases it (see Do).
+func (l *Lease) run(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+	// The lease's context ends on loss; the caller's ctx must end fn too.
+	fnCtx, cancel := context.WithCancelCause(l.Context())
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	defer func() {
+		// Also on a panic, which goes on once the lease is given back.
+		stop()
+		cancel(errDone)
+		err = l.finish(ctx, err)
+	}()
+	return fn(fnCtx)
+}
+
+// finish releases the lease once fn has returned fnErr, and returns Do's
+// error. The release is detached from ctx's cancellation and bounded, as
+// Release is.
+func (l *Lease) finish(ctx context.Context, fnErr error) error {
+	var lost error
+	select {
+	case <-l.Lost():
+		lost = l.Err()
+		if !errors.Is(lost, ErrLost) { // the Client closed under fn
+			lost = fmt.Errorf("%w: %w", ErrLost, lost)
+		}
+	default:
+	}
+	relErr := l.giveBack(context.WithoutCancel(ctx)) // says "not held" when lost
+	switch {
+	case lost != nil && fnErr == nil:
+		return lost
+	case lost != nil:
+		return errors.Join(fnErr, lost)
+	case fnErr != nil && relErr != nil:
+		return errors.Join(fnErr, relErr)
+	case fnErr != nil:
+		return fnErr
+	}
+	return relErr
+}
+
+// giveBack releases the lease, trying again while Redis does not confirm
+// the release and the lease is not lost: a lease left held would be renewed
+// by its Client with no one to release it.
+func (l *Lease) giveBack(ctx context.Context) error {
+	pause := 100 * time.Millisecond
+	for {
+		err := l.Release(ctx)
+		if err == nil || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrRedis) {
+			return err
+		}
+		select {
+		case <-l.Lost():
+			return l.Release(ctx) // reports the loss
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
+}
