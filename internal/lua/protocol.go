@@ -149,7 +149,11 @@ func keepMs(keep time.Duration) string {
 	if keep <= 0 {
 		return "0"
 	}
-	return strconv.FormatInt(int64((keep+time.Millisecond-1)/time.Millisecond), 10)
+	ms := keep / time.Millisecond
+	if keep%time.Millisecond != 0 {
+		ms++ // no overflow, unlike keep + 999999ns
+	}
+	return strconv.FormatInt(int64(ms), 10)
 }
 
 // Ms formats d in whole milliseconds, at least 1, as scripts take durations.
