@@ -167,7 +167,7 @@ func WithLeaseTime(d time.Duration) LockOption {
 // WithHoldAtLeast keeps a lock taken, by no holder, until d after its
 // acquisition when its lease is released sooner (ShedLock's lockAtLeastFor),
 // so that replicas running a job on schedules less than d apart run it once:
-// choose d above that splay and below the job's interval (docs/cron.md).
+// choose d above that splay and below the interval less it (docs/cron.md).
 // Then the lock is free and its waiters wake as after a release; a lease
 // released later frees it at once. d is counted on the acquiring process's
 // monotonic clock from the acquisition's reply, which no clock skew between

@@ -33,8 +33,8 @@ var _ gocron.Elector = (*Elector)(nil)
 
 // NewElector starts campaigning in the election name on c, with opts (those
 // election.New takes), with c's ID as the leader's value, and campaigns again
-// whenever the leadership is lost, until Close. A leader that dies leads
-// until its lease runs out.
+// whenever the leadership is lost, until Close (or until c closes). A leader
+// that dies leads until its lease runs out.
 func NewElector(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Elector {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Elector{name: name, cancel: cancel, done: make(chan struct{})}

@@ -11,21 +11,14 @@ import (
 	"github.com/leasehold/leasehold/rlock"
 )
 
-// NewLocker returns a gocron.Locker on c: for each run of a job, Lock makes
-// one attempt on the rlock named after the job (gocron's key, the job's
-// name: name jobs with gocron.WithName), with opts, and a run that finds it
-// held is skipped, Lock's error wrapping lease.ErrNotAcquired; Unlock
-// releases it.
-//
-// Give it leasehold.WithHoldAtLeast(d), d above the splay between the
-// replicas' runs of one tick (their clocks' skew, their schedules' offsets)
-// and below the job's interval less that splay: a run shorter than the splay
-// then keeps the lock until every replica has tried that tick, and the next
-// tick finds it free. Without it, a replica whose tick comes after the run
-// ended runs the job again. A run whose replica dies keeps the lock until its
-// lease runs out (the watchdog's, or WithLeaseTime's).
-//
-// gocron hands a task no context of the run's lock; RunContext gives it one.
+// NewLocker returns a gocron.Locker on c. For each run of a job, Lock makes
+// one attempt on the rlock named after the job (gocron's key: name jobs with
+// gocron.WithName), with opts; a run that finds it taken is skipped, Lock's
+// error wrapping lease.ErrNotAcquired. Unlock releases it. Give it
+// leasehold.WithHoldAtLeast(d), d above the splay between the replicas' runs
+// of a tick and below the interval less that splay, or a run shorter than the
+// splay runs again on the replicas behind (docs/cron.md). RunContext gives a
+// task the run's context, which ends if its lock is lost.
 func NewLocker(c *leasehold.Client, opts ...leasehold.LockOption) gocron.Locker {
 	return &locker{c: c, opts: opts}
 }
