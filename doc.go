@@ -1,12 +1,14 @@
-// Package leasehold is a family of distributed locks on Redis: the reentrant
-// lock with a watchdog (rlock), the fair lock (fairqueue), the read-write lock
-// (rw), locks over several locks or Redis nodes (quorum) and a leased counting
-// semaphore (semaphore), laid out in Redis as Redisson lays them out, so Go
-// and Java services can share a lock.
+// Package leasehold is a family of distributed locks on Redis, laid out as
+// Redisson lays them out so that Go and Java services can share a lock:
 //
-// A Client wraps one rueidis client: one multiplexed RESP3 connection carries
-// the lock scripts, the unlock subscriptions and the cache invalidations that
-// wake waiters, and one keeper goroutine renews every watchdog lease.
+//   - rlock: a reentrant lock, renewed by a watchdog while its holder lives
+//   - fairqueue: a fair lock, served in the order its waiters asked
+//   - rw: a read-write lock
+//   - quorum: Multi (all of several locks) and RedLock (a majority of servers)
+//   - semaphore: a leased counting semaphore
+//   - election: leader election
+//
+// A Client wraps one rueidis client; make one per process.
 //
 //	c, err := leasehold.Open(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
 //	if err != nil { return err }
@@ -15,6 +17,9 @@
 //	if err != nil { return err }
 //	defer l.Release(context.Background())
 //
-// The Lease tells its holder the moment the lock is lost: l.Lost() is closed,
-// l.Context() cancelled, l.Err() says why. See package lease.
+// A failed acquisition holds nothing and writes nothing. The Lease tells its
+// holder the moment the lock is lost: l.Lost() is closed, l.Context()
+// cancelled, l.Err() says why (see package lease).
+//
+// A page per kind: https://github.com/leasehold/leasehold/tree/main/docs
 package leasehold

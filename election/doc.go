@@ -6,13 +6,12 @@
 //	if err != nil { return err }
 //	defer ls.Release(context.Background()) // resign
 //
-// The leadership is a lease of the lock NAME, on Redisson's RLock layout (as
-// package rlock), so a Redisson RLock of the same name excludes campaigners
-// and is excluded by a leader. The leader's value lives in a key of its own,
-// {NAME}:leader (value, term, owner), written in the same script that takes
-// the lock, renewed with it and deleted when it is released; every change of
-// it is told on leasehold_election__channel:{NAME}. All of an election's
-// keys lie in its lock's Redis Cluster slot, and none is left when nobody
-// leads. See docs/election.md for the etcd and client-go names mapped to
-// these.
+// The leadership is a lease of the lock NAME, on rlock's layout (Redisson's
+// RLock), so a Redisson RLock of the same name excludes campaigners; its Token
+// is the term. The leader's value lives in {NAME}:leader, written, renewed and
+// deleted with the lock, and each change of it is published. Campaigners and
+// observers never poll, and nothing is left in Redis when nobody leads.
+//
+// Keys, wake-ups, and the etcd and client-go names mapped to these:
+// https://github.com/leasehold/leasehold/blob/main/docs/election.md
 package election

@@ -11,12 +11,9 @@ import (
 	"github.com/leasehold/leasehold/lease"
 )
 
-// Election is one election, on one name, as one Client takes part in it. Its
-// methods are safe for concurrent use. Its constructor does not fail: bad
-// input is reported by the first call.
-//
-// The Election remembers the lease of its latest successful Campaign: that is
-// the leadership Proclaim speaks for.
+// Election is one Client's part in the election on one name, safe for
+// concurrent use. Its constructor does not fail: the first call reports bad
+// input.
 type Election struct {
 	c    *core.Client // nil for a nil *leasehold.Client
 	cfg  core.LockConfig
@@ -28,8 +25,7 @@ type Election struct {
 }
 
 // New returns the election name on c. Options: leasehold.WithLeaseTime for
-// terms of a fixed length (each leadership then ends that long after it was
-// won) instead of the watchdog's.
+// terms of a fixed length instead of the watchdog's.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Election {
 	cc := (*core.Client)(c)
 	cfg := cc.LockConfig(opts, 0)
@@ -37,21 +33,11 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Electi
 	return &Election{c: cc, cfg: cfg, s: s, base: engine.New(cc, name, cfg, s.Campaign(""))}
 }
 
-// Campaign blocks until this caller leads or ctx is done (ctx's deadline is
-// the wait), then publishes value (an address, a host name) as the leader's,
-// in the same step that takes the lock. The lease is the leadership: renewed
-// by the watchdog, Lost when it is gone, its Token the term, above every
-// earlier leader's; Release resigns, and the next campaigner leads. On
-// failure Campaign returns a *lease.Error (wrapping ctx.Err() when ctx ended)
-// and leads nothing.
-//
-// A waiting campaigner does not poll: it is woken by the leader's resignation
-// (the lock's unlock message), the expiry of its lease (an invalidation of
-// the lock key) or the remaining lease the last attempt saw. Under a
-// leadership's Context, Campaign re-enters it, as rlock does: it publishes
-// value and returns at once a lease of the same leadership, whose own Token
-// is above the term (Leader still reports the term); the leadership ends
-// with the last of its leases.
+// Campaign blocks until this caller leads or ctx is done, and publishes
+// value as the leader's as it takes the lock. The lease is the leadership:
+// its Token is the term, Release resigns. On failure it returns a
+// *lease.Error and leads nothing. Under the leadership's Context it
+// re-enters, as rlock does.
 func (e *Election) Campaign(ctx context.Context, value string) (*lease.Lease, error) {
 	// One engine per campaign: its protocol carries the value to publish.
 	// It is Redisson's RLock on NAME, with the leader key written, renewed
@@ -66,9 +52,8 @@ func (e *Election) Campaign(ctx context.Context, value string) (*lease.Lease, er
 	return ls, nil
 }
 
-// Lead campaigns as Campaign does, runs fn while this caller leads, and
-// resigns when fn returns or panics: lease.Do for an election. fn's ctx ends
-// when the leadership is lost or ctx ends; see lease.Do for what it returns.
+// Lead campaigns, runs fn while this caller leads, and resigns when fn
+// returns or panics: lease.Do for an election, and returns as Do does.
 func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.Context) error) error {
 	return lease.Do(ctx, candidate{e: e, value: value}, fn)
 }
@@ -98,10 +83,8 @@ func (e *Election) campaign(value string) *engine.Engine {
 	return engine.New(e.c, e.s.Name(), e.cfg, e.s.Campaign(value))
 }
 
-// Proclaim publishes value as the leader's while this Election leads: while
-// the lease of its latest successful Campaign (or a lease re-entered under
-// it) still holds the leadership. The term and the lease are unchanged, and
-// observers hear of the new value. Otherwise it returns a *lease.Error
+// Proclaim publishes value as the leader's while this Election's latest
+// Campaign still leads, in the same term. Otherwise it returns an error
 // wrapping lease.ErrNotHeld and changes nothing.
 func (e *Election) Proclaim(ctx context.Context, value string) error {
 	const op = "proclaim"

@@ -24,10 +24,8 @@ type Leader struct {
 	Owner string
 }
 
-// Leader returns the current leader, read from Redis. When nobody leads
-// (nor when a Redisson RLock holds the name: it published no value) it
-// returns a *lease.Error wrapping ErrNoLeader. Like any answer about a
-// shared election, it may be stale by the time it returns.
+// Leader returns the current leader, read from Redis, or an error wrapping
+// ErrNoLeader when nobody (or a Redisson RLock) holds the name.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	const op = "leader"
 	rc, err := e.base.Redis(op)

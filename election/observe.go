@@ -7,18 +7,9 @@ import (
 	"github.com/leasehold/leasehold/internal/retry"
 )
 
-// Observe reports the election's leader on the returned channel: the current
-// one at once, if there is one, then every change: a new leader, a new value,
-// and a Leader with no Owner when nobody leads. Reports come in term order:
-// none is older than one before it. The channel holds one report: a reader
-// slower than the changes gets the latest state, not a backlog. The producer
-// closes the channel when ctx ends or the Client closes, and at once on bad
-// input (Leader says why).
-//
-// It does not poll. It reads the leader again when told on the election's
-// channel (every change is published there), on an invalidation of the
-// leader key (a deletion or an expiry, which publish nothing), and when the
-// leader's lease would run out if not renewed.
+// Observe sends the current leader, then each change (no Owner: nobody
+// leads), never going back a term; a slow reader gets the latest. The channel
+// is closed when ctx ends, the Client closes, or on bad input.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
 	ch := make(chan Leader, 1)
 	if e.base.Check("observe") != nil || ctx.Err() != nil || !e.c.Go(func() { e.observe(ctx, ch) }) {

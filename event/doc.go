@@ -12,4 +12,6 @@
 // The hub keeps one subscription per channel however many wait on it, and
 // waking never blocks the notifier. A leasehold Client runs the same hub
 // internally for its locks.
+//
+// More: https://github.com/leasehold/leasehold/blob/main/docs/event.md
 package event

@@ -22,21 +22,16 @@ type Hub struct {
 	once   sync.Once
 }
 
-// NewHub returns a hub subscribing through rc. tracking says whether the
-// caller feeds rc's client-side-cache invalidations to Invalidate (with
-// rueidis.ClientOption.OnInvalidations): Watch then tracks the key it is
-// given. Without tracking, wake-ups come from messages only.
+// NewHub returns a hub subscribing through rc. With tracking, the caller
+// feeds rc's invalidations to Invalidate and Watch tracks keys; without, only
+// messages wake.
 func NewHub(rc rueidis.Client, tracking bool) *Hub {
 	return &Hub{h: hub.NewHub(rc, tracking), closed: make(chan struct{})}
 }
 
-// Watch registers a waiter on channel, woken also when key changes or
-// expires (key "" for none), and returns once the channel is subscribed and
-// key is tracked: a message published after Watch returns is not missed, so
-// check the state you wait for after Watch, then wait on C. The key is the
-// channel's: the first Watch of a channel names it for every waiter until
-// they all leave. Watch fails with ctx's error, an error of tracking the key,
-// or an error once the hub is closed; it then leaves nothing registered.
+// Watch registers a waiter on channel, woken also when key changes ("" for
+// none), and returns once it is subscribed: check your condition after Watch,
+// then wait on C. On failure nothing stays registered.
 func (h *Hub) Watch(ctx context.Context, channel, key string) (*Waiter, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -61,9 +56,9 @@ func (h *Hub) Watch(ctx context.Context, channel, key string) (*Waiter, error) {
 	return &Waiter{w: w}, nil
 }
 
-// Invalidate wakes one waiter of each channel whose key is among keys, or of
-// every channel when keys is nil (the cache was flushed). Call it from
-// rueidis.ClientOption.OnInvalidations; it does not block.
+// Invalidate wakes one waiter of each channel whose key is among keys (every
+// channel if nil). Call it from rueidis.ClientOption.OnInvalidations; it does
+// not block.
 func (h *Hub) Invalidate(keys []rueidis.RedisMessage) { h.h.Invalidate(keys) }
 
 // Close wakes every waiter, drops every subscription and returns once the
@@ -79,15 +74,11 @@ type Waiter struct {
 	once sync.Once
 }
 
-// C receives a value for each wake-up: a message on the channel, an
-// invalidation of the key, a resubscription after the connection broke (a
-// message may have been missed), or Close. It is never closed. A waiter keeps
-// one wake-up until received; a message then wakes the next waiter. Redis
-// stops tracking a key once it invalidates it: to hear its next change, read
-// the key through rc's cache (DoCache) or Watch again.
+// C receives a value for each wake-up, and is never closed. Redis stops
+// tracking a key once it invalidates it: read it through rc's cache (DoCache)
+// or Watch again to hear its next change.
 func (w *Waiter) C() <-chan struct{} { return w.w.C() }
 
-// Leave unregisters the waiter, handing a wake-up it has not received to the
-// next waiter of the channel; the last to leave a channel unsubscribes.
-// Calls after the first do nothing.
+// Leave unregisters the waiter, handing an unreceived wake-up to the next;
+// the last to leave unsubscribes. Later calls do nothing.
 func (w *Waiter) Leave() { w.once.Do(func() { w.w.Leave(false) }) }

@@ -15,9 +15,9 @@ import (
 // Embedded under this unexported name, it adds nothing to Lock's godoc.
 type bound = engine.Bound
 
-// Lock is a fair (first come, first served) reentrant lock on one name. It
-// implements lease.Locker. Its constructor does not fail: bad input is
-// reported by the first Acquire.
+// Lock is a fair (first come, first served) reentrant lock on one name, a
+// lease.Locker. Its constructor does not fail: the first Acquire reports bad
+// input.
 type Lock struct {
 	bound
 	e *engine.Engine
@@ -26,11 +26,9 @@ type Lock struct {
 
 var _ lease.Locker = (*Lock)(nil)
 
-// New returns the fair lock name on c. Options: leasehold.WithLeaseTime for a
-// fixed lease instead of the watchdog, leasehold.WithQueueTimeout for how
-// long a waiter that stops asking keeps its place (default 5s),
-// leasehold.WithHoldAtLeast to keep the lock taken for a while after a quick
-// release.
+// New returns the fair lock name on c. Options: leasehold.WithLeaseTime,
+// leasehold.WithQueueTimeout for how long a silent waiter keeps its place,
+// and leasehold.WithHoldAtLeast.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	cc := (*core.Client)(c)
 	cfg := cc.LockConfig(opts, core.TakesQueueTimeout|core.TakesHoldAtLeast)
@@ -43,35 +41,25 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 // Name is the lock name, the Redis key of its hash.
 func (l *Lock) Name() string { return l.e.Name() }
 
-// Acquire blocks until the lock is held or ctx is done; ctx's deadline is the
-// wait (Redisson's waitTime). The caller joins the queue at its first attempt
-// and gets the lock once everyone ahead has had it or left. On failure it
-// returns an error wrapping ctx.Err() when ctx ended, holds nothing, and its place
-// in the queue is removed at once. If ctx carries a lease of this lock from
-// the same Client, Acquire re-enters: it raises the hold count and returns at
-// once, without queueing.
+// Acquire queues and blocks until the lock is held or ctx is done; on
+// failure it returns a *lease.Error, holds nothing and has left the queue.
+// Under a lease of this lock in ctx, it re-enters at once.
 func (l *Lock) Acquire(ctx context.Context) (*lease.Lease, error) { return l.e.Acquire(ctx) }
 
-// TryAcquire makes one attempt and does not wait: it returns an error wrapping
-// lease.ErrNotAcquired when another owner holds the lock, or when others wait
-// for it (a free lock is theirs first). It never joins the queue.
+// TryAcquire makes one attempt without queueing: it returns an error wrapping
+// lease.ErrNotAcquired when another owner holds the lock or others wait.
 func (l *Lock) TryAcquire(ctx context.Context) (*lease.Lease, error) { return l.e.TryAcquire(ctx) }
 
 // AcquireAsync starts Acquire and returns at once. Cancelling the Future (or
-// ctx) before its lease is taken leaves nothing held and no place in the queue.
+// ctx) before its lease is taken leaves nothing held or queued.
 func (l *Lock) AcquireAsync(ctx context.Context) *lease.Future { return l.e.AcquireAsync(ctx) }
 
-// IsLocked reports whether anyone holds the lock. It reads through the
-// client-side cache: no round trip while the cached answer stands. Like any
-// answer about a shared lock it may be stale by the time it returns, and it
-// can lag a write to the lock by a few milliseconds, this Client's or
-// another's: Redis sends the invalidation just after the write.
+// IsLocked reports whether anyone holds the lock, read through the
+// client-side cache: it may lag a change by a few milliseconds.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.e.IsLocked(ctx) }
 
-// HoldCount is how many leases the owner whose lease ctx carries holds on
-// this lock: 1 plus its reentrant leases not yet released; 0 when ctx carries
-// no lease of this lock from this Client, or that lease is no longer held.
-// Reading it costs no round trip.
+// HoldCount is how many unreleased leases of this lock the owner of ctx's
+// lease holds; 0 when ctx carries none still held. No round trip.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) { return l.e.HoldCount(ctx) }
 
 // RemainTTL is how long the current holder's lease still runs: 0 when the
@@ -79,10 +67,8 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) { return l.e.HoldCoun
 func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) { return l.e.RemainTTL(ctx) }
 
 // ForceRelease deletes the lock whoever holds it and tells the head of the
-// queue, for operators; the queue itself stays. It reports whether there was
-// a lock to delete. The holder hears of the loss at once (Lost closes within
-// a round trip or two) on a Client made by Open with client-side caching on,
-// else at its next renewal.
+// queue, which stays, for operators; it reports whether there was a lock. Its
+// holder hears at once (at its next renewal without client-side caching).
 func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
 	rc, err := l.e.Redis("force-release")
 	if err != nil {

@@ -7,20 +7,11 @@ import (
 	"time"
 )
 
-// Do acquires l, waiting as Acquire does, runs fn while the lease holds,
-// and releases it when fn returns or panics. If the lock is not acquired,
-// fn is not called and Do returns Acquire's error.
-//
-// fn's ctx ends when the lease is lost or ctx ends, whichever comes first;
-// context.Cause says which. It carries the lease: Acquire(fnCtx) on the same
-// lock through the same Client re-enters it.
-//
-// Do returns fn's error. When the lease was lost before fn returned, the
-// error wraps ErrLost as well, even if fn returned nil: the work ran partly
-// without the lock. Otherwise a failed release's error is returned. The
-// release is not ended by ctx; while Redis does not confirm it, Do tries
-// again until it does or the lease runs out, so that Do never returns with
-// the lock still held.
+// Do acquires l, runs fn while the lease holds, and releases it when fn
+// returns or panics; if l is not acquired, fn is not called and Do returns
+// Acquire's error. fn's ctx ends on loss or when ctx ends. Do returns fn's
+// error, wrapping ErrLost if the lease was lost under fn, and never returns
+// with the lock held.
 func Do(ctx context.Context, l Locker, fn func(ctx context.Context) error) error {
 	held, err := l.Acquire(ctx)
 	if err != nil {
@@ -30,7 +21,7 @@ func Do(ctx context.Context, l Locker, fn func(ctx context.Context) error) error
 }
 
 // TryDo is Do with one attempt: when another owner holds the lock it
-// returns at once an error wrapping ErrNotAcquired, and fn is not called.
+// returns an error wrapping ErrNotAcquired at once, and fn is not called.
 func TryDo(ctx context.Context, l Locker, fn func(ctx context.Context) error) error {
 	held, err := l.TryAcquire(ctx)
 	if err != nil {

@@ -1,8 +1,6 @@
 // Package lease is what every leasehold lock hands its holder: a Lease with a
 // lifetime, the Locker interface the locks implement, the Future of an
-// asynchronous attempt, the errors (sentinels, and the *Error that carries
-// them with the operation and the lock name), and the Observer that hears of
-// every lease's life.
+// asynchronous attempt, the errors, and the Observer of every lease's life.
 //
 //	l, err := locker.Acquire(ctx)
 //	if err != nil { return err }
@@ -14,14 +12,15 @@
 //		...
 //	}
 //
-// Do (TryDo, to make one attempt) does all of that in one call: it takes the
-// lock, runs fn with a ctx that ends when the lease is lost or ctx ends, and
-// gives the lock back when fn returns or panics:
+// Do (TryDo, to make one attempt) does all of that in one call, and gives the
+// lock back when fn returns or panics:
 //
 //	err := lease.Do(ctx, locker, func(ctx context.Context) error { return work(ctx) })
 //
-// Reentrancy flows through the context: Acquire(l.Context()) on the same lock
-// name, through the same Client, returns at once with the hold count raised.
-// Each such Lease is released on its own; the lock is free when the last one
-// is.
+// A failed acquisition holds nothing. Reentrancy flows through the context:
+// Acquire(l.Context()) on the same lock name, through the same Client, returns
+// at once with the hold count raised; the lock is free when the last such
+// Lease is released.
+//
+// The contract in full: https://github.com/leasehold/leasehold/blob/main/docs/lease.md
 package lease

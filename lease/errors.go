@@ -5,9 +5,8 @@ import (
 	"strconv"
 )
 
-// Sentinel errors. Every error leasehold returns for an operation on a lock
-// is an *Error that wraps one of them (or ctx's error, or a Redis error
-// reply): test for them with errors.Is.
+// Sentinel errors. A failed operation on a lock returns an *Error wrapping
+// one of them, ctx's error or a Redis reply: test with errors.Is.
 var (
 	// ErrNotAcquired is returned by TryAcquire when another owner holds the lock.
 	ErrNotAcquired = errors.New("lease: not acquired")
@@ -32,9 +31,8 @@ var (
 	ErrRedis = errors.New("lease: redis error")
 )
 
-// Error records a failed operation on a lock, as os.PathError records one on
-// a file: the operation, the lock name, and why. Every lock kind returns its
-// failures as an *Error, and a lost lease's Err is one.
+// Error records a failed operation on a lock, as os.PathError does on a
+// file: every lock kind's failures, and a lost lease's Err, are *Errors.
 type Error struct {
 	// Op is the operation: "acquire", "try-acquire", "release", "hold" (the
 	// lease was lost while held), "inspect", "force-release", ...

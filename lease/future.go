@@ -10,12 +10,11 @@ func (f *Future) state() *access.Future[*Lease] { return (*access.Future[*Lease]
 // Done is closed when the attempt has ended, held or not.
 func (f *Future) Done() <-chan struct{} { return f.state().Done() }
 
-// Result waits for the attempt to end and returns its lease, or its error.
-// From then on the lease is the caller's: Cancel no longer releases it.
+// Result waits for the attempt to end and returns its lease or error. The
+// lease is then the caller's: Cancel no longer releases it.
 func (f *Future) Result() (*Lease, error) { return f.state().Result() }
 
-// Cancel stops the attempt and waits for it to end. If the attempt won the
-// lock and Result has not handed the lease out, Cancel releases it (within
-// a few seconds, best effort): after Cancel returns, the Future holds
-// nothing. Cancel may be called any number of times.
+// Cancel stops the attempt and waits for it to end, releasing (best effort)
+// a lease Result has not handed out: the Future then holds nothing. Repeated
+// calls do nothing.
 func (f *Future) Cancel() { f.state().Cancel() }

@@ -2,7 +2,7 @@ package lease
 
 import "context"
 
-// Locker is a lock that hands out Leases. rlock, fairqueue, rw, quorum and
+// Locker is a lock that hands out Leases: rlock, fairqueue, rw, quorum and
 // semaphore (its permits) implement it.
 type Locker interface {
 	// Acquire blocks until the lock is held or ctx is done; ctx's deadline is

@@ -30,6 +30,7 @@ const (
 	Warning
 )
 
+// String returns the kind's name in lower case: "acquired", "lost", ...
 func (k Kind) String() string {
 	switch k {
 	case Acquired:
@@ -51,8 +52,8 @@ func (k Kind) String() string {
 // Event is one thing that happened to a lease, as an Observer hears it.
 type Event struct {
 	Kind Kind
-	// Lock is the kind of lock: "rlock", "fair", "rw-read", "rw-write" (a
-	// semaphore's permits: "semaphore").
+	// Lock is the kind of lock: "rlock", "fair", "rw-read", "rw-write",
+	// "election" (a semaphore's permits: "semaphore").
 	Lock  string
 	Name  string // the lock name
 	Owner string // CLIENT_ID:LEASE_ID; empty for Abandoned
@@ -76,9 +77,9 @@ type Event struct {
 	Err error
 }
 
-// Observer hears of the life of a Client's leases. Observe runs on the
-// goroutine that acquires, renews or releases, so it must be quick and must
-// not block; it may be called concurrently.
+// Observer hears of the life of a Client's leases. Observe runs, possibly
+// concurrently, on the goroutines doing the work: it must be quick and must
+// not block.
 type Observer interface {
 	Observe(Event)
 }

@@ -6,17 +6,9 @@ import (
 	"log/slog"
 )
 
-// SlogObserver returns an Observer that logs every Event to l (slog.Default()
-// when l is nil) as "lease KIND", with the attributes lock (the name), owner,
-// and, where the Event has them, token, waited, held, took and err.
-//
-// Routine events log at Debug, so a service logging at Info hears only of
-// trouble: a lost lease, a failed release, or a wait that ended on a Redis
-// error, which log at Warn. A lease lost because its Client closed logs at
-// Info. A wait that ended because the lock was held (TryAcquire), the ctx
-// ended or the Client closed is routine: the caller has the error.
-//
-//	c, err := leasehold.Open(opt, leasehold.WithObserver(lease.SlogObserver(logger)))
+// SlogObserver returns an Observer that logs each Event to l (slog.Default()
+// if nil): routine events at Debug, trouble (a lost lease, a failed release,
+// a wait ended by Redis or bad input) at Warn.
 func SlogObserver(l *slog.Logger) Observer {
 	if l == nil {
 		l = slog.Default()

@@ -33,14 +33,9 @@ var stats = []stat{
 		true, func(s leasehold.Stats) int64 { return int64(s.Wakeups) }},
 }
 
-// RegisterClient reports c's counters (c.Stats) at each collection of the
-// meter provider's readers: the leases it holds now, its waiters and
-// subscriptions now, and how many renewal rounds and wake-ups it has made.
-// Reading them costs no round trip. Call unregister before, or after, c's
-// Close to stop reporting. Only WithMeterProvider applies.
-//
-// The counts of several Clients registered with one meter provider add up:
-// each is reported with the same (empty) set of attributes.
+// RegisterClient reports c.Stats at each metric collection, without a round
+// trip, until unregister is called. Several Clients' counts add up. Only
+// WithMeterProvider applies; on error nothing is registered.
 func RegisterClient(c *leasehold.Client, opts ...Option) (unregister func() error, err error) {
 	if c == nil {
 		return nil, fmt.Errorf("leaseholdotel: RegisterClient: nil Client: %w", lease.ErrInvalid)

@@ -60,13 +60,9 @@ var (
 	sizeBuckets  = []float64{1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 100000}
 )
 
-// New returns an Observer that records the events of a Client's leases as
-// OpenTelemetry metrics and spans; pass it to leasehold.WithObserver. One
-// Observer may serve several Clients.
-//
-// The OpenTelemetry API reports a bad instrument through the global error
-// handler (otel.Handle) and carries on with a no-op one, so New does not
-// fail.
+// New returns an Observer, for leasehold.WithObserver, that records lease
+// events as metrics and spans; one may serve several Clients. It does not
+// fail: a bad instrument goes to otel.Handle.
 func New(opts ...Option) lease.Observer {
 	c := newConfig(opts)
 	m := c.meters.Meter(scope)

@@ -51,20 +51,16 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(c *config) { c.tracers = tp })
 }
 
-// WithLockName adds the lock name, as it is, to the metrics' attributes
-// (leasehold.lock.name). Use it only when the names are few: every name
-// becomes a time series of each metric, so one lock per order id grows
-// them without bound. Spans carry the name whatever the options. Default:
-// no name on metrics.
+// WithLockName puts the lock name on metrics (leasehold.lock.name), for a
+// few well-known names: each name makes time series of its own. Default: no
+// name on metrics.
 func WithLockName() Option {
 	return WithNameMapper(func(name string) string { return name })
 }
 
-// WithNameMapper adds f(name) to the metrics' attributes as
-// leasehold.lock.name: f maps the unbounded set of lock names to a bounded
-// one, as "orders:1234" to "orders". An empty result leaves the attribute
-// out. f runs on the goroutine of each event, so it must be quick. A nil f,
-// like the default, puts no name on metrics.
+// WithNameMapper puts f(name) on metrics as leasehold.lock.name, mapping
+// unbounded names to few ("orders:1234" to "orders"); "" leaves it out. f
+// must be quick. Default: no name on metrics.
 func WithNameMapper(f func(name string) string) Option {
 	return optionFunc(func(c *config) { c.name = f })
 }

@@ -26,9 +26,7 @@ type Lock struct {
 var _ lease.Locker = (*Lock)(nil)
 
 // New returns the reentrant lock name on c. Options: leasehold.WithLeaseTime
-// for a fixed lease instead of the watchdog, leasehold.WithHoldAtLeast to keep
-// the lock taken for a while after a quick release (a job run once across
-// replicas).
+// for a fixed lease instead of the watchdog, and leasehold.WithHoldAtLeast.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	cc := (*core.Client)(c)
 	cfg := cc.LockConfig(opts, core.TakesHoldAtLeast)
@@ -41,11 +39,9 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 // Name is the lock name, the Redis key of its hash.
 func (l *Lock) Name() string { return l.e.Name() }
 
-// Acquire blocks until the lock is held or ctx is done; ctx's deadline is the
-// wait (Redisson's waitTime). On failure it returns a *lease.Error (wrapping
-// ctx.Err() when ctx ended) and holds nothing. If ctx carries a lease of this
-// lock from the same Client, Acquire re-enters: it raises the hold count and
-// returns at once.
+// Acquire blocks until the lock is held or ctx is done; on failure it
+// returns a *lease.Error and holds nothing. Under a lease of this lock in
+// ctx, it re-enters at once.
 func (l *Lock) Acquire(ctx context.Context) (*lease.Lease, error) { return l.e.Acquire(ctx) }
 
 // TryAcquire makes one attempt and does not wait: it returns a *lease.Error
@@ -56,17 +52,12 @@ func (l *Lock) TryAcquire(ctx context.Context) (*lease.Lease, error) { return l.
 // ctx) before its lease is taken leaves nothing held.
 func (l *Lock) AcquireAsync(ctx context.Context) *lease.Future { return l.e.AcquireAsync(ctx) }
 
-// IsLocked reports whether anyone holds the lock. It reads through the
-// client-side cache: no round trip while the cached answer stands. Like any
-// answer about a shared lock it may be stale by the time it returns, and it
-// can lag a write to the lock by a few milliseconds, this Client's or
-// another's: Redis sends the invalidation just after the write.
+// IsLocked reports whether anyone holds the lock, read through the
+// client-side cache: it may lag a change by a few milliseconds.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.e.IsLocked(ctx) }
 
-// HoldCount is how many leases the owner whose lease ctx carries holds on
-// this lock: 1 plus its reentrant leases not yet released; 0 when ctx carries
-// no lease of this lock from this Client, or that lease is no longer held.
-// The count is the one the owner keeps in Redis; reading it costs no round trip.
+// HoldCount is how many unreleased leases of this lock the owner of ctx's
+// lease holds; 0 when ctx carries none still held. No round trip.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) { return l.e.HoldCount(ctx) }
 
 // RemainTTL is how long the current holder's lease still runs: 0 when the
@@ -74,9 +65,8 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) { return l.e.HoldCoun
 func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) { return l.e.RemainTTL(ctx) }
 
 // ForceRelease deletes the lock whoever holds it and wakes its waiters, for
-// operators. It reports whether there was a lock to delete. The holder hears
-// of the loss at once (Lost closes within a round trip or two) on a Client
-// made by Open with client-side caching on, else at its next renewal.
+// operators, and reports whether there was a lock. Its holder hears at once
+// (at its next renewal without client-side caching).
 func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
 	rc, err := l.e.Redis("force-release")
 	if err != nil {

@@ -15,11 +15,9 @@ import (
 	"github.com/leasehold/leasehold/lease"
 )
 
-// ErrUpgrade is wrapped, with lease.ErrInvalid, by the error of the write
-// lock's Acquire, TryAcquire and AcquireAsync when ctx carries a read lease
-// of the same lock and no write lease: upgrading a read to a write is not
-// supported, since two readers upgrading at once would wait for each other
-// for ever.
+// ErrUpgrade is wrapped, with lease.ErrInvalid, by the write lock's error
+// under a read lease of the same lock (and no write lease): two readers
+// upgrading would wait for each other for ever.
 var ErrUpgrade = errors.New("rw: write lock asked for under a read lease of the same lock")
 
 // Lock is a read-write lock on one name. Its constructor does not fail: bad
@@ -29,9 +27,9 @@ type Lock struct {
 	p           *lua.Write // for ForceRelease
 }
 
-// New returns the read-write lock name on c. Options: leasehold.WithLeaseTime
-// for a fixed lease instead of the watchdog, leasehold.WithWriterPreference to
-// hold new readers back while a writer waits (see the package doc).
+// New returns the read-write lock name on c. Options: leasehold.WithLeaseTime,
+// and leasehold.WithWriterPreference to hold new readers back while a writer
+// waits.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	cc := (*core.Client)(c)
 	cfg := cc.LockConfig(opts, core.TakesWriterPreference)
@@ -83,28 +81,22 @@ func (p *writeProtocol) Try(ctx context.Context, c rueidis.Client, owner string,
 // Name is the lock name, the Redis key of its hash.
 func (l *Lock) Name() string { return l.read.Name() }
 
-// Read is the read lock: held by any number of owners at once while no
-// writer holds. Its Acquire waits while another owner holds the write lock
-// (and, with writer preference, while a writer waits). Under a write lease's
-// context of this lock it is admitted at once.
+// Read is the read lock, held by any number of owners while no writer holds
+// (or, with writer preference, waits). Under this lock's write lease it is
+// admitted at once.
 func (l *Lock) Read() lease.Locker { return l.read }
 
-// Write is the write lock: held by one owner while no reader holds, except
-// for reads taken under its own lease's context. Under a read lease's context
-// (and no write lease) its methods fail with an error wrapping ErrUpgrade.
+// Write is the write lock, held by one owner while no reader holds but its
+// own downgrades. Under a read lease of this lock, and no write lease, it
+// fails with ErrUpgrade.
 func (l *Lock) Write() lease.Locker { return l.write }
 
-// IsLocked reports whether anyone holds the lock, for read or write. It reads
-// through the client-side cache: no round trip while the cached answer
-// stands; it can lag a write to the lock by a few milliseconds, this
-// Client's or another's.
+// IsLocked reports whether anyone holds the lock, for read or write, through
+// the client-side cache: it may lag a change by a few milliseconds.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.read.IsLocked(ctx) }
 
-// HoldCount is how many leases on this lock the context carries for its
-// owner, read and write together: the write lease's count (1 plus its
-// reentrant write leases) plus the read lease's (1 plus its reentrant reads).
-// 0 when ctx carries no lease of this lock from this Client. It costs no
-// round trip.
+// HoldCount adds up the unreleased write and read leases of this lock held
+// by the owners of ctx's leases; 0 when ctx carries none. No round trip.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 	w, err := l.write.HoldCount(ctx)
 	if err != nil {
@@ -114,16 +106,13 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 	return w + r, err
 }
 
-// RemainTTL is how long the lock still lives unless renewed: the writer's
-// lease, or the longest live read hold's. 0 when the lock is free, -1ns when
-// it is held with no expiry.
+// RemainTTL is how long the lock lives unless renewed (the writer's lease or
+// the longest read hold's): 0 when free, -1ns with no expiry.
 func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) { return l.read.RemainTTL(ctx) }
 
-// ForceRelease deletes the lock whoever holds it, for read or write, and
-// wakes every waiter, for operators. It reports whether there was a lock to
-// delete. The holders hear of the loss at once (Lost closes within a round
-// trip or two) on Clients made by Open with client-side caching on, else at
-// their next renewal.
+// ForceRelease deletes the lock whoever holds it and wakes every waiter, for
+// operators, and reports whether there was a lock. Its holders hear at once
+// (at their next renewal without client-side caching).
 func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
 	rc, err := l.read.Redis("force-release")
 	if err != nil {

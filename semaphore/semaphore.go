@@ -26,10 +26,9 @@ const maxWeight = lua.MaxPermitsPerLease
 // unexported name, it adds nothing to godoc.
 type bound = engine.Bound
 
-// Semaphore is a leased counting semaphore on one name: at most its total of
-// permits are held at once, across every Client. It is a lease.Locker for one
-// permit; Weighted is one for several. Its constructor does not fail: bad
-// input is reported by the first call.
+// Semaphore is a leased counting semaphore on one name, a lease.Locker of
+// one permit (Weighted, of several). Its constructor does not fail: the first
+// call reports bad input.
 type Semaphore struct {
 	bound
 	e   *engine.Engine
@@ -40,11 +39,8 @@ type Semaphore struct {
 
 var _ lease.Locker = (*Semaphore)(nil)
 
-// New returns the semaphore name on c. Options: leasehold.WithLeaseTime for
-// permits with a fixed lease instead of the watchdog's.
-//
-// Its permits are not set by New: set them once with TrySetPermits (or
-// AddPermits). Until then Acquire waits, as Redisson's does.
+// New returns the semaphore name on c, its permits unset: Acquire waits until
+// TrySetPermits (or AddPermits) sets them. Options: leasehold.WithLeaseTime.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Semaphore {
 	cc := (*core.Client)(c)
 	cfg := cc.LockConfig(opts, 0)
@@ -63,16 +59,14 @@ func (s *Semaphore) engine(n int, cfg core.LockConfig) *engine.Engine {
 // Name is the semaphore's name, the Redis key of its available permits.
 func (s *Semaphore) Name() string { return s.e.Name() }
 
-// Acquire blocks until a permit is held or ctx is done; ctx's deadline is the
-// wait. On failure it returns a *lease.Error (wrapping ctx.Err() when ctx
-// ended) and holds nothing. It waits while the semaphore's permits were
-// never set or its total is 0. It is not reentrant: under a lease's context
-// of this semaphore it takes another permit.
+// Acquire blocks until a permit is held or ctx is done; on failure it
+// returns a *lease.Error and holds nothing. Not reentrant: under a permit's
+// ctx it takes another.
 func (s *Semaphore) Acquire(ctx context.Context) (*lease.Lease, error) { return s.e.Acquire(ctx) }
 
-// TryAcquire makes one attempt and does not wait: it returns a *lease.Error
-// wrapping lease.ErrNotAcquired when no permit is free (or larger waiters
-// come first: see the package doc) and holds nothing.
+// TryAcquire makes one attempt and does not wait: it returns an error wrapping
+// lease.ErrNotAcquired, holding nothing, when no permit is free or larger
+// waiters come first.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*lease.Lease, error) { return s.e.TryAcquire(ctx) }
 
 // AcquireAsync starts Acquire and returns at once. Cancelling the Future (or
@@ -80,11 +74,8 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*lease.Lease, error) { retu
 func (s *Semaphore) AcquireAsync(ctx context.Context) *lease.Future { return s.e.AcquireAsync(ctx) }
 
 // Weighted returns the Locker whose leases each hold n permits, taken and
-// given back together, as x/sync/semaphore's Weighted: Acquire waits until n
-// are free at once. n must be from 1 to 65536, and at most the
-// semaphore's total (when that is not 0) at each attempt: otherwise the call
-// fails with a *lease.Error wrapping lease.ErrInvalid, holding nothing. Its
-// waiters go before smaller ones (see the package doc).
+// given back together, ahead of smaller waiters. With n outside 1 to 65536,
+// or above the total, its calls fail with lease.ErrInvalid.
 func (s *Semaphore) Weighted(n int) lease.Locker {
 	cfg := s.cfg
 	if cfg.Err == nil && (n < 1 || n > maxWeight) {
@@ -93,11 +84,8 @@ func (s *Semaphore) Weighted(n int) lease.Locker {
 	return s.engine(n, cfg)
 }
 
-// TrySetPermits sets the semaphore's total to n permits if it was never set,
-// and reports whether it did; a set semaphore is left as it is (change it
-// with AddPermits). Waiters are woken. n must be from 0 to 2^53-1:
-// otherwise it fails with a *lease.Error wrapping lease.ErrInvalid. On
-// failure nothing is changed.
+// TrySetPermits sets the total to n (0 to 2^53-1) if it was never set,
+// waking waiters, and reports whether it did. On failure nothing changes.
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
 	const op = "set-permits"
 	rc, err := s.e.Redis(op)
@@ -111,13 +99,9 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
 	return ok, s.e.Fail(op, err)
 }
 
-// AddPermits adds n permits to the semaphore's total, or takes -n away when
-// n is negative; on a semaphore never set it sets n. Permits held are not
-// touched: with fewer, new takers wait until enough come back, and the
-// permits available may be negative meanwhile. Added permits wake waiters.
-// n, and the permits available after, must be within ±(2^53-1): otherwise
-// it fails with a *lease.Error wrapping lease.ErrInvalid. On failure nothing
-// is changed.
+// AddPermits adds n permits to the total (n < 0 takes -n away; held permits
+// stay held), waking waiters. n and the result must be within ±(2^53-1). On
+// failure nothing changes.
 func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
 	const op = "add-permits"
 	rc, err := s.e.Redis(op)
@@ -137,11 +121,8 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
 	return s.e.Fail(op, err)
 }
 
-// AvailablePermits is how many permits an attempt could take now: those
-// available and those whose lease has run out (the next attempt gives them
-// back). It is 0 for a semaphore never set, and may be negative after
-// AddPermits took away permits that were held. Like any answer about a
-// shared semaphore, it may be stale by the time it returns.
+// AvailablePermits is how many permits an attempt could take now, expired
+// ones included: 0 if never set, negative after AddPermits took held ones.
 func (s *Semaphore) AvailablePermits(ctx context.Context) (int, error) {
 	const op = "inspect"
 	rc, err := s.e.Redis(op)
