@@ -164,6 +164,27 @@ func WithLeaseTime(d time.Duration) LockOption {
 	})
 }
 
+// WithHoldAtLeast keeps a lock taken, by no holder, until d after its
+// acquisition when its lease is released sooner (ShedLock's lockAtLeastFor),
+// so that replicas running a job on schedules less than d apart run it once:
+// choose d above that splay and below the interval less it (docs/cron.md).
+// Then the lock is free and its waiters wake as after a release; a lease
+// released later frees it at once. d is counted on the acquiring process's
+// monotonic clock from the acquisition's reply, which no clock skew between
+// replicas shortens. d must be positive. Only rlock and fairqueue take it:
+// rw's readers share and its writer would stall them, a semaphore's
+// permits count holders, not runs, and an election's terms are not runs.
+// Default: none.
+func WithHoldAtLeast(d time.Duration) LockOption {
+	return core.NewLockOption("leasehold.WithHoldAtLeast", core.TakesHoldAtLeast, func(c *core.LockConfig) {
+		if d <= 0 {
+			c.Err = fmt.Errorf("%w: hold-at-least %v is not positive", lease.ErrInvalid, d)
+			return
+		}
+		c.HoldAtLeast = d
+	})
+}
+
 // WithQueueTimeout sets how long a waiter of a fair lock (fairqueue) keeps its
 // place in the queue without refreshing it: a waiter that vanishes (its
 // process died) is skipped once this has passed. Live waiters refresh their

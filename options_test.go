@@ -66,6 +66,7 @@ func TestOptionOfAnotherKind(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	queue, prefer := leasehold.WithQueueTimeout(time.Second), leasehold.WithWriterPreference()
+	atLeast := leasehold.WithHoldAtLeast(time.Millisecond)
 	tests := []struct {
 		give   string
 		locker lease.Locker
@@ -79,6 +80,11 @@ func TestOptionOfAnotherKind(t *testing.T) {
 		{"semaphore, queue timeout", semaphore.New(c, "o6", queue), "leasehold.WithQueueTimeout"},
 		{"fair, queue timeout", fairqueue.New(c, "o7", queue, leasehold.WithLeaseTime(time.Minute)), ""},
 		{"rw, writer preference", rw.New(c, "o8", prefer).Write(), ""},
+		{"rw read, hold at least", rw.New(c, "o10", atLeast).Read(), "leasehold.WithHoldAtLeast"},
+		{"rw write, hold at least", rw.New(c, "o11", atLeast).Write(), "leasehold.WithHoldAtLeast"},
+		{"semaphore, hold at least", semaphore.New(c, "o12", atLeast), "leasehold.WithHoldAtLeast"},
+		{"rlock, hold at least", rlock.New(c, "o7-rlock", atLeast), ""},
+		{"fair, hold at least", fairqueue.New(c, "o8-fair", atLeast, queue), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
@@ -98,7 +104,12 @@ func TestOptionOfAnotherKind(t *testing.T) {
 	if _, err := election.New(c, "o9", queue).Campaign(ctx, "v"); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("election with a queue timeout: %v, want ErrInvalid", err)
 	}
-	// Only the accepted locks (o7, o8) left keys: their fencing counters.
+	if _, err := election.New(c, "o13", atLeast).Campaign(ctx, "v"); !errors.Is(err, lease.ErrInvalid) ||
+		!strings.Contains(err.Error(), "leasehold.WithHoldAtLeast") {
+		t.Errorf("election with hold at least: %v, want ErrInvalid naming leasehold.WithHoldAtLeast", err)
+	}
+	// Only the accepted locks (o7, o8) left keys: their fencing counters,
+	// and the locks kept a millisecond, if that has not passed yet.
 	keys, err := srv.Client().Do(ctx, srv.Client().B().Keys().Pattern("*").Build()).AsStrSlice()
 	if err != nil {
 		t.Fatal(err)

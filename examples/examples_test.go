@@ -1,6 +1,11 @@
 // Package examples_test builds every example and runs it briefly, as a
 // newcomer would (each starts its own redis-server), checking that it
 // exits 0 and prints what its doc comment promises.
+//
+// An example that needs what leasehold's module must not require (cron:
+// gocron) is a module of its own, its go.mod in its directory, built against
+// this checkout by replace directives: it is built there, with the go.mod a
+// service using it would write, and run and checked as the others.
 package examples_test
 
 import (
@@ -69,6 +74,15 @@ var runs = []struct {
 		`^site: 60 of 60 pages fetched, at most 3 in flight at once$`,
 		`^ok: never more than 3 fetches in flight, and the killed crawler's permits came back$`,
 	}, nil},
+	{"cron", "cron", nil, []string{
+		`^supervisor: 3 replicas run "report" every 1s, their schedules offset by 0s, 100ms, 200ms; `,
+		`^supervisor: kill -9 replica \d in the middle of its run of tick 3$`,
+		`^tick 0: ran once, on replica \d; skipped on \d, \d$`,
+		`^tick 1: ran once, on replica \d; skipped on \d, \d$`,
+		`^tick 2: ran once, on replica \d; skipped on \d, \d$`,
+		`^tick 3: ran once, on replica \d \(killed mid-run\)`,
+		`^ok: ticks 0-2 ran once each with the 3 replicas up; tick 3's run was killed; the survivors ran ticks 5-7 once each$`,
+	}, nil},
 	{"leader", "leader", nil, []string{
 		// The first term: its candidate's line and the observer's come in
 		// either order; termsRise checks the candidates' lines.
@@ -114,20 +128,33 @@ func terms(stdout, rx string) []uint64 {
 
 func TestExamples(t *testing.T) {
 	dir := t.TempDir()
-	build := []string{"build", "-o", dir + string(filepath.Separator)}
+	flags := []string{"build", "-o", dir + string(filepath.Separator)}
 	if raceEnabled {
-		build = append(build, "-race")
+		flags = append(flags, "-race")
 	}
+	build := slices.Clone(flags)
 	seen := map[string]bool{}
+	var own []string // examples that are modules of their own
 	for _, r := range runs {
-		if !seen[r.example] {
-			seen[r.example] = true
+		switch {
+		case seen[r.example]:
+		case ownModule(r.example):
+			own = append(own, r.example)
+		default:
 			build = append(build, "./"+r.example)
 		}
+		seen[r.example] = true
 	}
 	// go test puts $GOROOT/bin first on the PATH of the tests it runs.
 	if out, err := exec.Command("go", build...).CombinedOutput(); err != nil {
 		t.Fatalf("go %s: %v\n%s", strings.Join(build, " "), err, out)
+	}
+	for _, ex := range own {
+		cmd := exec.Command("go", append(slices.Clone(flags), ".")...)
+		cmd.Dir = ex
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("(cd %s && go %s .): %v\n%s", ex, strings.Join(flags, " "), err, out)
+		}
 	}
 	// As a newcomer runs them: no REDIS_ADDR, so each starts its own server.
 	env := withoutRedisAddr()
@@ -170,17 +197,20 @@ func TestExamplesStandAlone(t *testing.T) {
 		if !e.IsDir() {
 			continue
 		}
-		pkg := "./" + e.Name()
+		pkg, in := "./"+e.Name(), "."
+		if ownModule(e.Name()) {
+			pkg, in = ".", e.Name()
+		}
 		t.Run(e.Name(), func(t *testing.T) {
 			t.Parallel()
-			for _, imp := range goList(t, "-f", `{{join .Imports "\n"}}`, pkg) {
+			for _, imp := range goList(t, in, "-f", `{{join .Imports "\n"}}`, pkg) {
 				if strings.Contains(imp, "/internal/") {
-					t.Errorf("%s imports %s", pkg, imp)
+					t.Errorf("%s imports %s", e.Name(), imp)
 				}
 			}
-			for _, dep := range goList(t, "-deps", pkg) {
+			for _, dep := range goList(t, in, "-deps", pkg) {
 				if dep == "testing" {
-					t.Errorf("%s links package testing", pkg)
+					t.Errorf("%s links package testing", e.Name())
 				}
 			}
 		})
@@ -301,10 +331,18 @@ func withoutRedisAddr() []string {
 	return env
 }
 
-// goList runs go list with args and returns the lines it prints.
-func goList(t *testing.T, args ...string) []string {
+// ownModule reports whether the example in dir is a module of its own.
+func ownModule(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "go.mod"))
+	return err == nil
+}
+
+// goList runs go list with args in the directory dir and returns the lines
+// it prints.
+func goList(t *testing.T, dir string, args ...string) []string {
 	t.Helper()
 	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -27,10 +27,11 @@ type Lock struct {
 var _ lease.Locker = (*Lock)(nil)
 
 // New returns the fair lock name on c. Options: leasehold.WithLeaseTime,
-// and leasehold.WithQueueTimeout for how long a silent waiter keeps its place.
+// leasehold.WithQueueTimeout for how long a silent waiter keeps its place,
+// and leasehold.WithHoldAtLeast.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	cc := (*core.Client)(c)
-	cfg := cc.LockConfig(opts, core.TakesQueueTimeout)
+	cfg := cc.LockConfig(opts, core.TakesQueueTimeout|core.TakesHoldAtLeast)
 	// The protocol is Redisson's RFairLock.
 	p := lua.NewFair(name, cfg.Lua())
 	e := engine.New(cc, name, cfg, p)

@@ -26,10 +26,10 @@ type Lock struct {
 var _ lease.Locker = (*Lock)(nil)
 
 // New returns the reentrant lock name on c. Options: leasehold.WithLeaseTime
-// for a fixed lease instead of the watchdog.
+// for a fixed lease instead of the watchdog, and leasehold.WithHoldAtLeast.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	cc := (*core.Client)(c)
-	cfg := cc.LockConfig(opts, 0)
+	cfg := cc.LockConfig(opts, core.TakesHoldAtLeast)
 	// The protocol is Redisson's RLock.
 	p := lua.NewLock(name, cfg.Lua())
 	e := engine.New(cc, name, cfg, p)

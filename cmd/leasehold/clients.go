@@ -44,13 +44,17 @@ type clients struct {
 
 func newClients(rc rueidis.Client) *clients { return &clients{rc: rc} }
 
-// annotate gives the locks the connections of their holders, waiters and
-// semaphore permits whose Client is connected and named after its ID.
+// annotate gives the locks the connections of their holders, waiters,
+// semaphore permits and releasers of kept locks whose Client is connected
+// and named after its ID.
 func (cl *clients) annotate(ctx context.Context, locks ...*lock) {
 	var asked []string
 	for _, s := range locks {
 		for _, h := range s.Holders {
 			asked = append(asked, ownerClient(h.Owner))
+		}
+		if s.KeptBy != "" {
+			asked = append(asked, ownerClient(s.KeptBy))
 		}
 		for _, w := range s.waiting() {
 			asked = append(asked, ownerClient(w.Owner))

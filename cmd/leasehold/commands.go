@@ -173,7 +173,7 @@ func release(ctx context.Context, e env, name string, yes bool) error {
 		return fmt.Errorf("%s is a Redis %s, not a lock: left alone", name, s.Type)
 	case s.Kind == lua.KindSemaphore:
 		return fmt.Errorf("%s is a semaphore: its permits come back when their leases end; release takes none: left alone", name)
-	case !s.Held():
+	case !s.Held() && s.KeptBy == "":
 		fmt.Fprintf(e.stdout, "%s is not held: nothing to release\n", name)
 		return nil
 	}
@@ -186,7 +186,11 @@ func release(ctx context.Context, e env, name string, yes bool) error {
 		if n := len(s.Holders); n > 1 {
 			owners = fmt.Sprintf("%d owners", n)
 		}
-		fmt.Fprintf(e.stdout, "\nForce-release %s, held by %s? Its holders hear of it at once (leasehold Clients with caching on) or at their next renewal. [y/N] ", name, owners)
+		if s.KeptBy != "" {
+			fmt.Fprintf(e.stdout, "\nForce-release %s, kept after its release (held by no one)? A job it guards may run again at once. [y/N] ", name)
+		} else {
+			fmt.Fprintf(e.stdout, "\nForce-release %s, held by %s? Its holders hear of it at once (leasehold Clients with caching on) or at their next renewal. [y/N] ", name, owners)
+		}
 		answer, _ := bufio.NewReader(e.stdin).ReadString('\n')
 		if !isTerminal(e.stdin) {
 			fmt.Fprintln(e.stdout) // a terminal echoed the user's Enter; a pipe does not
@@ -221,7 +225,7 @@ func list(ctx context.Context, e env, pattern string, count int64, asJSON bool) 
 	}
 	var locks []*lock
 	for _, s := range states {
-		if s.Kind != lua.KindNotLock && (s.Held() || len(s.Waiters) > 0) {
+		if s.Kind != lua.KindNotLock && (s.Held() || s.KeptBy != "" || len(s.Waiters) > 0) {
 			locks = append(locks, &lock{State: s})
 		}
 	}

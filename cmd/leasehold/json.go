@@ -43,6 +43,21 @@ type lockJSON struct {
 	Semaphore *semaphoreJSON `json:"semaphore"`
 	// Leader is an election's leader, null when nobody leads.
 	Leader *leaderJSON `json:"leader"`
+	// Kept is a lock released sooner than its hold-at-least
+	// (leasehold.WithHoldAtLeast) after its acquisition, taken by no holder
+	// until then; null for any other.
+	Kept *keptJSON `json:"kept"`
+}
+
+// keptJSON is a lock kept after its release (leasehold.WithHoldAtLeast).
+type keptJSON struct {
+	// ReleasedBy is the owner whose release left it kept.
+	ReleasedBy string `json:"released_by"`
+	// Until is when it is free, by the Redis server's clock (RFC 3339, UTC,
+	// milliseconds); TTLms is how long until then, in milliseconds.
+	Until  string      `json:"until"`
+	TTLms  int64       `json:"ttl_ms"`
+	Client *clientJSON `json:"client"`
 }
 
 // leaderJSON is an election's leader, from {NAME}:leader.
@@ -136,6 +151,10 @@ func toJSON(s *lock) lockJSON {
 	}
 	if l := s.Leader; l != nil {
 		j.Leader = &leaderJSON{Value: l.Value, Term: l.Term, Owner: l.Owner}
+	}
+	if s.KeptBy != "" {
+		j.Kept = &keptJSON{ReleasedBy: s.KeptBy, Until: s.At.Add(s.TTL).UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+			TTLms: s.TTL.Milliseconds(), Client: clientToJSON(s.conn(s.KeptBy))}
 	}
 	if s.Held() && s.Semaphore == nil {
 		ttl := int64(-1)

@@ -12,7 +12,9 @@
 //	                token, the fair queue's waiters with how long each keeps
 //	                its place, the read holds; or the semaphore NAME: total,
 //	                available, each permit held with its expiry and its
-//	                holder's connection, the waiters for several permits
+//	                holder's connection, the waiters for several permits;
+//	                a lock released sooner than its hold-at-least shows as
+//	                released, kept until when, by whose release
 //	watch NAME      inspect NAME, redrawn as it changes, until interrupted;
 //	                -interval sets how often it looks (default 500ms)
 //	release NAME    force-release NAME whoever holds it, waking its waiters;
@@ -51,7 +53,9 @@
 // Kinds are told apart by what Redis holds: a hash with a mode field is a
 // read-write lock; a hash whose lock has a queue (redisson_lock_queue:{NAME})
 // or waiter deadlines is a fair lock; any other hash of owner -> hold count
-// is a reentrant lock. A fair lock nobody waits for is laid out exactly as a
+// is a reentrant lock; its one field leasehold:kept (-> the owner that
+// released it) makes it a lock kept after a release (leasehold.WithHoldAtLeast).
+// A fair lock nobody waits for is laid out exactly as a
 // reentrant lock, and is shown as one. A string holding an integer is a
 // semaphore's count of permits available (list finds semaphores by their set
 // of permits held, {NAME}:timeout); release leaves semaphores alone.

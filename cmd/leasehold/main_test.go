@@ -183,6 +183,45 @@ func TestInspectRLock(t *testing.T) {
 	wantLines(t, mustCmd(t, srv, "", "inspect", "never-used"), `^state +free$`, `^token +none drawn yet$`)
 }
 
+// A lock released sooner than its WithHoldAtLeast after its acquisition
+// shows as released, kept until when and by whose release; list shows it
+// kept, with its TTL; release (the operator's force release) ends the keep.
+func TestInspectKept(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ls := acquire(t, rlock.New(c, "report", leasehold.WithHoldAtLeast(time.Minute)), ctx)
+	if err := ls.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantLines(t, mustCmd(t, srv, "", "inspect", "report"),
+		`^kind +rlock \(reentrant lock\)$`,
+		`^state +released, kept by no holder until its hold-at-least is over$`,
+		`^kept until +\d\d:\d\d:\d\d\.\d{3}Z \(in (59|60)(\.\d+)?s\)$`,
+		fmt.Sprintf(`^released by +%s %s$`, regexp.QuoteMeta(ls.Owner()), here()),
+		fmt.Sprintf(`^token +%d$`, ls.Token()))
+	j := inspectJSON(t, srv, "report")
+	if j.Kind != "rlock" || j.TTLms != nil || len(j.Holders) != 0 || j.Kept == nil {
+		t.Fatalf("-json: kind %q ttl_ms %v holders %+v kept %+v; want rlock, null, none, kept", j.Kind, j.TTLms, j.Holders, j.Kept)
+	}
+	at, err1 := time.Parse(time.RFC3339, j.Time)
+	until, err2 := time.Parse(time.RFC3339, j.Kept.Until)
+	if err1 != nil || err2 != nil || until.Sub(at) != time.Duration(j.Kept.TTLms)*time.Millisecond ||
+		j.Kept.TTLms < 58000 || j.Kept.TTLms > 60000 {
+		t.Errorf("-json: time %s, kept until %s, ttl_ms %d (%v, %v); want until = time + ttl_ms, about a minute",
+			j.Time, j.Kept.Until, j.Kept.TTLms, err1, err2)
+	}
+	if j.Kept.ReleasedBy != ls.Owner() || j.Kept.Client == nil || j.Kept.Client.Name != name(t) {
+		t.Errorf("-json: kept %+v, want released by %s, client %s", j.Kept, ls.Owner(), name(t))
+	}
+	wantLines(t, mustCmd(t, srv, "", "list", "report"), `^report +rlock +kept +0 +0 +(59|60)(\.\d+)?s +\d+ +0$`)
+	wantLines(t, mustCmd(t, srv, "", "release", "-yes", "report"), `released`)
+	if n, _ := srv.Do("EXISTS", "report").AsInt64(); n != 0 {
+		t.Fatal("the operator's release left the kept lock")
+	}
+}
+
 func TestInspectFair(t *testing.T) {
 	srv := redistest.Start(t)
 	holder, other := open(t, srv), open(t, srv)
@@ -756,6 +795,12 @@ type jsonLock struct {
 		Term  uint64 `json:"term"`
 		Owner string `json:"owner"`
 	} `json:"leader"`
+	Kept *struct {
+		ReleasedBy string      `json:"released_by"`
+		Until      string      `json:"until"`
+		TTLms      int64       `json:"ttl_ms"`
+		Client     *jsonClient `json:"client"`
+	} `json:"kept"`
 }
 
 type jsonClient struct {
@@ -770,7 +815,7 @@ type jsonWaiter struct {
 }
 
 // jsonKeys are the fields every lock object has, null or not.
-var jsonKeys = []string{"name", "kind", "redis_type", "mode", "ttl_ms", "token", "holders", "waiters", "waiting_writers", "time", "semaphore", "leader"}
+var jsonKeys = []string{"name", "kind", "redis_type", "mode", "ttl_ms", "token", "holders", "waiters", "waiting_writers", "time", "semaphore", "leader", "kept"}
 
 // parseJSON decodes out, one JSON object a line, checking that each has
 // every field and no other.

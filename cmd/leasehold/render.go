@@ -65,6 +65,11 @@ func renderHead(head tab, s *lock, dur func(time.Duration) string) {
 		head.row("term", fmt.Sprint(l.Term))
 	}
 	switch n := len(s.Holders); {
+	case s.KeptBy != "":
+		// Released sooner than its WithHoldAtLeast after the acquisition.
+		head.row("state", "released, kept by no holder until its hold-at-least is over")
+		head.row("kept until", until(s, dur))
+		head.row("released by", s.KeptBy+" "+s.conn(s.KeptBy).String())
 	case n == 0:
 		head.row("state", "free")
 	case n == 1:
@@ -214,6 +219,15 @@ func (t tab) row(cells ...string) { fmt.Fprintln(t.tw, t.indent+strings.Join(cel
 
 func (t tab) flush() error { return t.tw.Flush() }
 
+// until is when a kept lock is free, by the server's clock, and how long
+// until then.
+func until(s *lock, dur func(time.Duration) string) string {
+	if d := dur(s.TTL); d != "-" {
+		return s.At.Add(s.TTL).UTC().Format("15:04:05.000Z07:00") + " (in " + d + ")"
+	}
+	return "-"
+}
+
 // place says how long a waiter keeps its place.
 func place(w lua.Waiter, dur func(time.Duration) string) string {
 	switch {
@@ -246,11 +260,14 @@ func renderList(w io.Writer, locks []*lock) error {
 		if mode == "" {
 			mode = "-"
 		}
-		if s.Held() {
+		if s.Held() || s.KeptBy != "" {
 			ttl = duration(s.TTL)
 			if s.TTL < 0 {
 				ttl = "none"
 			}
+		}
+		if s.KeptBy != "" {
+			mode = "kept" // released, held by no one until its TTL runs out
 		}
 		if sem := s.Semaphore; sem != nil {
 			// MODE says how many of the total are free; TTL is the soonest

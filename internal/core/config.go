@@ -19,6 +19,9 @@ type LockConfig struct {
 	// WriterPreference makes a read-write lock hold back readers while a
 	// writer waits.
 	WriterPreference bool
+	// HoldAtLeast is how long after its acquisition a released lock stays
+	// taken, by no holder; zero for none.
+	HoldAtLeast time.Duration
 	// Err is the first invalid option, returned by the lock's first Acquire.
 	Err error
 }
@@ -51,6 +54,7 @@ type Takes uint8
 const (
 	TakesQueueTimeout     Takes = 1 << iota // fairqueue: WithQueueTimeout
 	TakesWriterPreference                   // rw: WithWriterPreference
+	TakesHoldAtLeast                        // rlock, fairqueue: WithHoldAtLeast
 )
 
 // A LockOption configures one lock; every lock constructor takes them. It

@@ -284,6 +284,10 @@ func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lea
 	if !g.Acquired {
 		return nil, g, nil
 	}
+	var won time.Time // when the acquisition's reply came: WithHoldAtLeast counts from it
+	if e.cfg.HoldAtLeast > 0 {
+		won = time.Now()
+	}
 	if e.cfg.Replicas > 0 {
 		if err := e.replicate(ctx, op, owner); err != nil {
 			e.releaseNow(owner)
@@ -300,7 +304,7 @@ func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lea
 		Renew:    e.renewal(owner),
 		Presence: e.proto.Presence(owner),
 		Release: func(ctx context.Context, id string, all bool) error {
-			return e.release(ctx, owner, id, all)
+			return e.release(ctx, owner, id, all, e.keep(won))
 		},
 	})
 	if err := e.client.Keeper().Track(h, sent); err != nil {
@@ -322,10 +326,24 @@ func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lea
 	return ls, g, nil
 }
 
-// release runs the protocol's release and turns "not held" into an error
-// wrapping lease.ErrNotHeld.
-func (e *Engine) release(ctx context.Context, owner, id string, all bool) error {
-	n, err := e.proto.Release(ctx, e.client.Redis(), owner, id, all)
+// keep is how long a release made now leaves the lock taken, by no holder
+// (WithHoldAtLeast): what is left of HoldAtLeast since won, the moment the
+// acquisition's reply came; 0 without the option. It is counted on this
+// process's monotonic clock, which no clock skew between replicas (or a
+// stepped wall clock) shortens, from after the acquisition ran in Redis: the
+// lock is kept until at least HoldAtLeast after that, at most a round trip
+// longer.
+func (e *Engine) keep(won time.Time) time.Duration {
+	if e.cfg.HoldAtLeast <= 0 {
+		return 0
+	}
+	return e.cfg.HoldAtLeast - time.Since(won)
+}
+
+// release runs the protocol's release, leaving the lock kept for keep if it
+// frees it, and turns "not held" into an error wrapping lease.ErrNotHeld.
+func (e *Engine) release(ctx context.Context, owner, id string, all bool, keep time.Duration) error {
+	n, err := e.proto.Release(ctx, e.client.Redis(), owner, id, all, keep)
 	switch {
 	case err != nil && !retry.Transient(err):
 		return e.redisErr("release", err)
@@ -456,7 +474,7 @@ func (e *Engine) undo(ctx context.Context, owner string) {
 	_ = retry.Do(ctx, func() error { return e.proto.Abandon(ctx, e.client.Redis(), owner) })
 	id := core.NewRequestID()
 	_ = retry.Do(ctx, func() error {
-		if err := e.release(ctx, owner, id, true); !errors.Is(err, lease.ErrNotHeld) {
+		if err := e.release(ctx, owner, id, true, 0); !errors.Is(err, lease.ErrNotHeld) {
 			return err
 		}
 		return nil

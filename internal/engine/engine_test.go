@@ -152,7 +152,7 @@ func (p *fakeProtocol) Try(ctx context.Context, _ rueidis.Client, owner string, 
 	}
 }
 
-func (p *fakeProtocol) Release(_ context.Context, _ rueidis.Client, owner, _ string, all bool) (int64, error) {
+func (p *fakeProtocol) Release(_ context.Context, _ rueidis.Client, owner, _ string, all bool, _ time.Duration) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if all {

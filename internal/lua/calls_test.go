@@ -96,7 +96,11 @@ func TestScriptCallsMatchHeaders(t *testing.T) {
 		return func() error { _, err := p.Try(ctx, c, o, wait); return err }
 	}
 	release := func(p Protocol, o, id string, all bool) func() error {
-		return func() error { _, err := p.Release(ctx, c, o, id, all); return err }
+		return func() error { _, err := p.Release(ctx, c, o, id, all, 0); return err }
+	}
+	// kept releases as a lease taken less than WithHoldAtLeast ago does.
+	kept := func(p Protocol, o, id string, all bool) func() error {
+		return func() error { _, err := p.Release(ctx, c, o, id, all, time.Minute); return err }
 	}
 	keep := func(f *Fair, owners ...string) func() error {
 		return func() error { return c.Do(ctx, f.Keep().Call(owners).Cmd(c, false)).Error() }
@@ -122,11 +126,13 @@ func TestScriptCallsMatchHeaders(t *testing.T) {
 			"held by another":       {with(try(lock, other, true)), try(lock, owner, true)},
 		},
 		"lock_release": {
-			"release all": {with(try(lock, owner, true)), release(lock, owner, "r", true)},
-			"not held":    {nil, release(lock, owner, "r", true)},
+			"release all":      {with(try(lock, owner, true)), release(lock, owner, "r", true)},
+			"release all kept": {with(try(lock, owner, true)), kept(lock, owner, "r", true)},
+			"not held":         {nil, release(lock, owner, "r", true)},
 			"one of several holds": {with(try(lock, owner, true), try(lock, owner, true)),
 				release(lock, owner, "r", false)},
-			"last hold": {with(try(lock, owner, true)), release(lock, owner, "r", false)},
+			"last hold":      {with(try(lock, owner, true)), release(lock, owner, "r", false)},
+			"last hold kept": {with(try(lock, owner, true)), kept(lock, owner, "r", false)},
 			"latched": {with(try(lock, owner, true), try(lock, owner, true), release(lock, owner, "r", false)),
 				release(lock, owner, "r", false)},
 		},
@@ -139,9 +145,12 @@ func TestScriptCallsMatchHeaders(t *testing.T) {
 		},
 		"fair_release": {
 			"release all":               {with(try(fair, owner, true)), release(fair, owner, "r", true)},
+			"release all kept":          {with(try(fair, owner, true)), kept(fair, owner, "r", true)},
 			"release all with a waiter": {with(try(fair, owner, true), try(fair, other, true)), release(fair, owner, "r", true)},
-			"one of several holds":      {with(try(fair, owner, true), try(fair, owner, true)), release(fair, owner, "r", false)},
-			"not held":                  {nil, release(fair, owner, "r", true)},
+			"release all kept with a waiter": {with(try(fair, owner, true), try(fair, other, true)),
+				kept(fair, owner, "r", true)},
+			"one of several holds": {with(try(fair, owner, true), try(fair, owner, true)), release(fair, owner, "r", false)},
+			"not held":             {nil, release(fair, owner, "r", true)},
 		},
 		"fair_keep": {
 			"kept":       {with(try(fair, other, true), try(fair, owner, true)), keep(fair, owner)},

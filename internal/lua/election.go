@@ -85,7 +85,7 @@ func (p *Campaign) Try(ctx context.Context, c rueidis.Client, owner string, _ bo
 }
 
 // Release runs election_release; the last hold takes the leader key with it.
-func (p *Campaign) Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool) (int64, error) {
+func (p *Campaign) Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool, _ time.Duration) (int64, error) {
 	k := p.e.k
 	return electionRelease.exec(ctx, c,
 		[]string{k.Name, k.Channel, p.e.latchPrefix + requestID, k.Leader, k.ElectionChannel},

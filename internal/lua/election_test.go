@@ -52,7 +52,7 @@ func TestElectionScripts(t *testing.T) {
 	}
 	release := func(owner, id string, all bool) func() (string, error) {
 		return func() (string, error) {
-			n, err := e.Campaign("").Release(ctx, c, owner, id, all)
+			n, err := e.Campaign("").Release(ctx, c, owner, id, all, 0)
 			return strconv.FormatInt(n, 10), err
 		}
 	}
@@ -200,9 +200,9 @@ func TestElectionScriptsFailBeforeWriting(t *testing.T) {
 		{"campaign: a lock of another type", [][]string{{"SET", name, "x"}, {"HSET", leader, "owner", owner}},
 			func() error { return errOf(e.Campaign("v").Try(ctx, c, owner, true)) }, "WRONGTYPE"},
 		{"release: a lock of another type", [][]string{{"SET", name, "x"}, {"HSET", leader, "owner", owner}},
-			func() error { return errOf(e.Campaign("v").Release(ctx, c, owner, "r", true)) }, "WRONGTYPE"},
+			func() error { return errOf(e.Campaign("v").Release(ctx, c, owner, "r", true, 0)) }, "WRONGTYPE"},
 		{"release one: a lock of another type", [][]string{{"SET", name, "x"}, {"HSET", leader, "owner", owner}},
-			func() error { return errOf(e.Campaign("v").Release(ctx, c, owner, "r", false)) }, "WRONGTYPE"},
+			func() error { return errOf(e.Campaign("v").Release(ctx, c, owner, "r", false, 0)) }, "WRONGTYPE"},
 		{"renew: a lock of another type", [][]string{{"SET", name, "x"}, {"HSET", leader, "owner", owner}},
 			renew, "WRONGTYPE"},
 		{"proclaim: a lock of another type", [][]string{{"SET", name, "x"}, {"HSET", leader, "owner", owner}},

@@ -84,10 +84,12 @@ func (f *Fair) Try(ctx context.Context, c rueidis.Client, owner string, wait boo
 }
 
 // Release runs fair_release; on full release the head of the queue is told.
-func (f *Fair) Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool) (int64, error) {
+// With keep, a release that frees the lock leaves it taken by no holder for
+// keep: the head is told when that runs out, as when a lease does.
+func (f *Fair) Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool, keep time.Duration) (int64, error) {
 	return fairRelease.exec(ctx, c,
 		[]string{f.k.Name, f.k.FairQueue, f.k.FairTimeout, f.k.Channel, f.latchPrefix + requestID},
-		[]string{script.UnlockMessage, f.lease, owner, f.latch, flag(all), f.refreshMs}).AsInt64()
+		[]string{script.UnlockMessage, f.lease, owner, f.latch, flag(all), f.refreshMs, keepMs(keep)}).AsInt64()
 }
 
 // Renewal is the reentrant lock's.

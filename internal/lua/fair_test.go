@@ -39,7 +39,7 @@ func TestFairScriptsPruneAndTellHead(t *testing.T) {
 	}
 	release := func(owner, requestID string) func() (any, error) {
 		return func() (any, error) {
-			return fair.Release(ctx, c, owner, requestID, true)
+			return fair.Release(ctx, c, owner, requestID, true, 0)
 		}
 	}
 	abandon := func(owner string) func() (any, error) {

@@ -57,6 +57,7 @@ type State struct {
 	Waiters   []Waiter        // fair queue, oldest first
 	Writers   []Waiter        // rw: waiting writers (writer preference), by owner
 	Foreign   []string        // fields of a hash that do not look like a lock
+	KeptBy    string          // released sooner than WithHoldAtLeast by this owner, kept until At+TTL; "" if not
 	At        time.Time       // when the snapshot was taken, by the server's clock
 	Semaphore *SemaphoreState // a semaphore's permits; nil for a lock
 	Leader    *LeaderState    // an election's leader; nil when nobody leads
@@ -292,6 +293,10 @@ func parseHash(s *State, r *inspectReply) {
 		f, v := r.fields[i], r.fields[i+1]
 		if f == "mode" {
 			s.Kind, s.Mode = KindRW, v
+			continue
+		}
+		if f == keptField {
+			s.KeptBy = v
 			continue
 		}
 		owner, write := strings.CutSuffix(f, ":write")

@@ -45,6 +45,24 @@ func TestInspect(t *testing.T) {
 			grant(t, true)(l.Try(ctx, c, "a:1", true))
 			return grant(t, true)(l.Try(ctx, c, "a:1", true))
 		}, State{Kind: KindRLock, Type: "hash", TTL: lease, Holders: []Holder{{Owner: "a:1", Count: 2}}}},
+		{"rlock kept", func(t *testing.T, name string) uint64 {
+			l := NewLock(name, cfg)
+			tok := grant(t, true)(l.Try(ctx, c, "a:1", true))
+			if n, err := l.Release(ctx, c, "a:1", "r", true, lease); n != Freed || err != nil {
+				t.Fatalf("release with a keep: %d, %v", n, err)
+			}
+			return tok
+		}, State{Kind: KindRLock, Type: "hash", TTL: lease, KeptBy: "a:1"}},
+		{"fair kept, a waiter", func(t *testing.T, name string) uint64 {
+			f := NewFair(name, cfg)
+			tok := grant(t, true)(f.Try(ctx, c, "a:1", true))
+			grant(t, false)(f.Try(ctx, c, "b:1", true))
+			if n, err := f.Release(ctx, c, "a:1", "r", false, lease); n != Freed || err != nil {
+				t.Fatalf("release with a keep: %d, %v", n, err)
+			}
+			return tok
+		}, State{Kind: KindFair, Type: "hash", TTL: lease, KeptBy: "a:1",
+			Waiters: []Waiter{{Owner: "b:1", Left: lease, Known: true}}}},
 		{"fair with a waiter", func(t *testing.T, name string) uint64 {
 			tok := grant(t, true)(NewFair(name, cfg).Try(ctx, c, "a:1", true))
 			grant(t, false)(NewFair(name, cfg).Try(ctx, c, "b:1", true))

@@ -2,6 +2,7 @@ package lua
 
 import (
 	"context"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -50,11 +51,12 @@ func (l *Lock) Try(ctx context.Context, c rueidis.Client, owner string, _ bool) 
 	return ParseGrant(lockAcquire.exec(ctx, c, l.acquireKeys, []string{l.lease, owner}))
 }
 
-// Release runs lock_release.
-func (l *Lock) Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool) (int64, error) {
+// Release runs lock_release; with keep, a release that frees the lock
+// leaves it taken by no holder for keep.
+func (l *Lock) Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool, keep time.Duration) (int64, error) {
 	return lockRelease.exec(ctx, c,
 		[]string{l.k.Name, l.k.Channel, l.latchPrefix + requestID},
-		[]string{script.UnlockMessage, l.lease, owner, l.latch, flag(all)}).AsInt64()
+		[]string{script.UnlockMessage, l.lease, owner, l.latch, flag(all), keepMs(keep)}).AsInt64()
 }
 
 // Renewal is lock_renew.

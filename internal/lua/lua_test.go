@@ -3,10 +3,12 @@ package lua
 import (
 	"context"
 	"encoding/hex"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -128,5 +130,23 @@ func TestPermitIDs(t *testing.T) {
 	}
 	if PermitID("a:1", 0) == PermitID("a:1", 1) || PermitPrefix("c:1") == PermitPrefix("c:2") {
 		t.Error("ids collide")
+	}
+}
+
+// A release's keep is whole ms rounded up, never shorter than asked, and
+// "0" for none; a keep near the longest Duration does not wrap around to a
+// negative PEXPIRE, which would delete the lock at once.
+func TestKeepMs(t *testing.T) {
+	for _, tt := range []struct {
+		give time.Duration
+		want string
+	}{
+		{0, "0"}, {-time.Second, "0"}, {1, "1"}, {time.Millisecond, "1"},
+		{time.Millisecond + 1, "2"}, {1500 * time.Millisecond, "1500"},
+		{math.MaxInt64, "9223372036855"},
+	} {
+		if got := keepMs(tt.give); got != tt.want {
+			t.Errorf("keepMs(%v) = %s, want %s", tt.give, got, tt.want)
+		}
 	}
 }

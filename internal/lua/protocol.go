@@ -27,8 +27,11 @@ type Protocol interface {
 	Try(ctx context.Context, c rueidis.Client, owner string, wait bool) (Grant, error)
 	// Release gives up one hold of owner, or every hold when all is set.
 	// requestID names the release, so that a retry is answered from the
-	// unlock latch. It returns Freed, StillHeld or NotHeld.
-	Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool) (int64, error)
+	// unlock latch. keep, when positive, is how long a release that frees
+	// the lock leaves it taken, by no holder (WithHoldAtLeast): only the
+	// kinds that take that option are given one. It returns Freed,
+	// StillHeld or NotHeld.
+	Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool, keep time.Duration) (int64, error)
 	// Renewal is the keeper's renewal of owner's watchdog hold: a script
 	// that returns 1 while owner holds, 0 once it does not.
 	Renewal(owner string) *Call
@@ -132,6 +135,26 @@ const (
 	StillHeld int64 = 0  // a hold was given up; the owner still holds the lock
 	Freed     int64 = 1  // the lock is free
 )
+
+// keptField is the one field of a lock hash that a release made sooner
+// than WithHoldAtLeast after the acquisition leaves, until the rest of that
+// time has passed: no owner's (an owner's field ends in :N), so every
+// script, Redisson's too, finds the lock taken by another. Its value is the
+// owner that released. lock_release.lua and fair_release.lua write it.
+const keptField = "leasehold:kept"
+
+// keepMs formats a release's keep for the scripts: "0" for none, else in
+// whole milliseconds rounded up, so that the lock is never kept for less.
+func keepMs(keep time.Duration) string {
+	if keep <= 0 {
+		return "0"
+	}
+	ms := keep / time.Millisecond
+	if keep%time.Millisecond != 0 {
+		ms++ // no overflow, unlike keep + 999999ns
+	}
+	return strconv.FormatInt(int64(ms), 10)
+}
 
 // Ms formats d in whole milliseconds, at least 1, as scripts take durations.
 func Ms(d time.Duration) string {

@@ -2,6 +2,7 @@ package lua
 
 import (
 	"context"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -85,7 +86,7 @@ func (r *Read) try(ctx context.Context, c rueidis.Client, owner, writerField str
 }
 
 // Release runs rw_read_release.
-func (r *Read) Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool) (int64, error) {
+func (r *Read) Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool, _ time.Duration) (int64, error) {
 	return rwReadRelease.exec(ctx, c,
 		[]string{r.k.Name, r.k.RWChannel, r.k.ReadHolds(owner), r.k.RWPrefix, r.latchPrefix + requestID, r.k.Writers},
 		[]string{owner, r.latch, flag(all)}).AsInt64()
@@ -138,7 +139,7 @@ func (w *Write) Try(ctx context.Context, c rueidis.Client, owner string, wait bo
 }
 
 // Release runs rw_write_release.
-func (w *Write) Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool) (int64, error) {
+func (w *Write) Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool, _ time.Duration) (int64, error) {
 	return rwWriteRelease.exec(ctx, c,
 		[]string{w.k.Name, w.k.RWChannel, w.latchPrefix + requestID, w.k.RWPrefix},
 		[]string{writeField(owner), w.lease, w.latch, flag(all)}).AsInt64()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -103,7 +104,7 @@ func (w *Weighted) Try(ctx context.Context, c rueidis.Client, owner string, wait
 // Release runs semaphore_release: give back the n permits of owner, all of
 // them whatever all says. It returns Freed, or NotHeld when some were no
 // longer held.
-func (w *Weighted) Release(ctx context.Context, c rueidis.Client, owner, _ string, _ bool) (int64, error) {
+func (w *Weighted) Release(ctx context.Context, c rueidis.Client, owner, _ string, _ bool, _ time.Duration) (int64, error) {
 	return semaphoreRelease.exec(ctx, c, w.s.releaseKeys, []string{PermitPrefix(owner), w.count}).AsInt64()
 }
 

@@ -50,7 +50,7 @@ func TestTokensWithRedissonFencedLock(t *testing.T) {
 		if err != nil || !g.Acquired {
 			t.Fatalf("Try: %+v, %v", g, err)
 		}
-		if _, err := l.Release(ctx, c, "client:1", "r", true); err != nil {
+		if _, err := l.Release(ctx, c, "client:1", "r", true, 0); err != nil {
 			t.Fatal(err)
 		}
 		return g.Token

@@ -4,6 +4,12 @@
 -- under a latch key, so a release retried after a lost reply returns the
 -- first result and never releases twice (Redisson's unlock latch).
 --
+-- With KEEP (leasehold.WithHoldAtLeast), a full release leaves NAME taken by
+-- no holder for KEEP ms, laid out as lock_release leaves it (the one field
+-- leasehold:kept -> OWNER): the head of the queue is told when that runs
+-- out as when a lease does, by tell_head now if it runs out within the
+-- refresh interval, else by the keeper's fair_keep round that sees it will.
+--
 -- KEYS[1]  NAME
 -- KEYS[2]  redisson_lock_queue:{NAME}
 -- KEYS[3]  redisson_lock_timeout:{NAME}
@@ -15,11 +21,13 @@
 -- ARGV[4]  latch lifetime, ms
 -- ARGV[5]  '1': release every hold of OWNER; '0': release one
 -- ARGV[6]  refresh interval, ms
+-- ARGV[7]  KEEP, ms: how long a full release leaves the lock taken by no
+--          holder; '0': free at once
 --
--- Returns 1 when the lock is now free, 0 when OWNER still holds it,
---         -1 when OWNER did not hold it.
+-- Returns 1 when OWNER's last hold is given up (the lock free, or kept),
+--         0 when OWNER still holds it, -1 when OWNER did not hold it.
 --
--- Calls: release all 9, release all with a waiter 12, one of several holds 8, not held 8
+-- Calls: release all 9, release all kept 11, release all with a waiter 12, release all kept with a waiter 13, one of several holds 8, not held 8
 redis.replicate_commands()
 local latched = redis.call('get', KEYS[5])
 if latched then
@@ -58,6 +66,10 @@ if count > 0 then
   return 0
 end
 redis.call('del', KEYS[1])
+if ARGV[7] ~= '0' then
+  redis.call('hset', KEYS[1], 'leasehold:kept', ARGV[3])
+  redis.call('pexpire', KEYS[1], ARGV[7])
+end
 prune(KEYS[2], KEYS[3], now)
 tell_head(KEYS[1], KEYS[2], KEYS[4], ARGV[1], refresh)
 redis.call('set', KEYS[5], 1, 'px', ARGV[4])
