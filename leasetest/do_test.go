@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/leasetest"
 	"github.com/leasehold/leasehold/rlock"
@@ -53,4 +54,30 @@ func TestDoStopsOnLoss(t *testing.T) {
 	if !errors.Is(cause, lease.ErrLost) {
 		t.Fatalf("fn's context.Cause %v, want one wrapping ErrLost", cause)
 	}
+}
+
+// A job that replicas run on the same schedule runs once: with
+// WithHoldAtLeast its lock stays taken after a quick run until the hold is
+// over, then the next run takes it.
+func TestHoldAtLeastRunsOnce(t *testing.T) {
+	srv := leasetest.NewServer(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	const hold = 500 * time.Millisecond
+	runs := 0
+	job := func(context.Context) error { runs++; return nil }
+	start := time.Now()
+	for _, replica := range []*leasehold.Client{srv.Open(), srv.Open(), srv.Open()} {
+		err := lease.TryDo(ctx, rlock.New(replica, "nightly", leasehold.WithHoldAtLeast(hold)), job)
+		if err != nil && !errors.Is(err, lease.ErrNotAcquired) {
+			t.Fatal(err)
+		}
+	}
+	if runs != 1 {
+		t.Fatalf("the job ran %d times in %v, want once", runs, time.Since(start))
+	}
+	ls := acquire(t, ctx, rlock.New(srv.Open(), "nightly"))
+	if el := time.Since(start); el < hold {
+		t.Fatalf("the lock was free %v after a run kept for %v", el, hold)
+	}
+	release(t, ls)
 }
