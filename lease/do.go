@@ -9,7 +9,8 @@ import (
 
 // Do acquires l, runs fn while the lease holds, and releases it when fn
 // returns or panics; if l is not acquired, fn is not called and Do returns
-// Acquire's error. fn's ctx ends on loss or when ctx ends. Do returns fn's
+// Acquire's error. fn's ctx ends on loss or when ctx ends, and carries the
+// lease (FromContext, for its fencing token). Do returns fn's
 // error, wrapping ErrLost if the lease was lost under fn, and never returns
 // with the lock held.
 func Do(ctx context.Context, l Locker, fn func(ctx context.Context) error) error {
@@ -30,13 +31,24 @@ func TryDo(ctx context.Context, l Locker, fn func(ctx context.Context) error) er
 	return held.run(ctx, fn)
 }
 
+// FromContext returns the lease that Do or TryDo runs fn under, when ctx
+// is fn's ctx or made from it (the innermost, under nested calls), for its
+// fencing token; nil otherwise.
+func FromContext(ctx context.Context) *Lease {
+	l, _ := ctx.Value(leaseKey{}).(*Lease)
+	return l
+}
+
+// leaseKey is the context key of fn's lease.
+type leaseKey struct{}
+
 // errDone is the cause of fn's ctx once fn has returned.
 var errDone = errors.New("lease: do: fn returned")
 
 // run runs fn under the lease and releases it (see Do).
 func (l *Lease) run(ctx context.Context, fn func(ctx context.Context) error) (err error) {
 	// The lease's context ends on loss; the caller's ctx must end fn too.
-	fnCtx, cancel := context.WithCancelCause(l.Context())
+	fnCtx, cancel := context.WithCancelCause(context.WithValue(l.Context(), leaseKey{}, l))
 	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	defer func() {
 		// Also on a panic, which goes on once the lease is given back.

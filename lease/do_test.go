@@ -331,3 +331,29 @@ func TestDoHammer(t *testing.T) {
 		t.Fatalf("%d runs, at most %d at once; want %d, 1", runs.Load(), most.Load(), workers*each)
 	}
 }
+
+// TestFromContext checks that fn finds its lease, and its fencing token, in
+// its ctx, the inner one under a nested Do, and none outside.
+func TestFromContext(t *testing.T) {
+	srv := redistest.Start(t)
+	c := locktest.Open(t, srv)
+	ctx := context.Background()
+	if l := lease.FromContext(ctx); l != nil {
+		t.Fatalf("FromContext(Background) = %v; want nil", l)
+	}
+	err := lease.Do(ctx, rlock.New(c, "outer"), func(ctx context.Context) error {
+		outer := lease.FromContext(ctx)
+		if outer == nil || outer.Name() != "outer" || outer.Token() == 0 {
+			return fmt.Errorf("FromContext under fn = %v; want the outer lease with its token", outer)
+		}
+		return lease.Do(ctx, rlock.New(c, "inner"), func(ctx context.Context) error {
+			if l := lease.FromContext(ctx); l == nil || l.Name() != "inner" {
+				return fmt.Errorf("FromContext under the nested fn = %v; want the inner lease", l)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -98,16 +98,13 @@ func New(ctx context.Context, c *leasehold.Client, store *Store) (*Warehouse, er
 // Reserve takes n of sku out of stock: one process at a time per sku
 // (rlock), its write fenced by the lease's token.
 func (w *Warehouse) Reserve(ctx context.Context, sku string, n int) error {
-	l, err := rlock.New(w.c, "stock:"+sku).Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer l.Release(context.Background())
-	left := w.store.Stock(sku)
-	if left < n {
-		return ErrOutOfStock
-	}
-	return w.store.SetStock(sku, left-n, l.Token())
+	return lease.Do(ctx, rlock.New(w.c, "stock:"+sku), func(ctx context.Context) error {
+		left := w.store.Stock(sku)
+		if left < n {
+			return ErrOutOfStock
+		}
+		return w.store.SetStock(sku, left-n, lease.FromContext(ctx).Token())
+	})
 }
 
 // Move moves n of stock from one sku to another, holding both at once
