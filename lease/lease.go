@@ -66,7 +66,8 @@ func (l *Lease) HoldCount() int { return l.state().Hold().Leases() }
 // its deadline (detached from ctx's cancellation, bounded by a few seconds of
 // its own), and a release whose reply is lost is retried under the same
 // request id, so it is applied once. It returns an *Error wrapping ErrNotHeld
-// when the lease was released already or lost; Context is cancelled either
+// when the lease was released already or lost (at once, also when the loss
+// comes while the release waits for Redis); Context is cancelled either
 // way. When Redis cannot be reached in that time, the lease stays held (and
 // renewed): the *Error says so, and Release may be called again; Close
 // releases it too.

@@ -54,11 +54,8 @@ func (l *Lock) TryAcquire(ctx context.Context) (*lease.Lease, error) { return l.
 // ctx) before its lease is taken leaves nothing held.
 func (l *Lock) AcquireAsync(ctx context.Context) *lease.Future { return l.e.AcquireAsync(ctx) }
 
-// IsLocked reports whether anyone holds the lock. It reads through the
-// client-side cache: no round trip while the cached answer stands. Like any
-// answer about a shared lock it may be stale by the time it returns, and it
-// can lag a write to the lock by a few milliseconds, this Client's or
-// another's: Redis sends the invalidation just after the write.
+// IsLocked reports whether anyone holds the lock, in one round trip. Like
+// any answer about a shared lock it may be stale by the time it returns.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.e.IsLocked(ctx) }
 
 // HoldCount is how many leases the owner whose lease ctx carries holds on

@@ -94,10 +94,8 @@ func (l *Lock) Read() lease.Locker { return l.read }
 // (and no write lease) its methods fail with an error wrapping ErrUpgrade.
 func (l *Lock) Write() lease.Locker { return l.write }
 
-// IsLocked reports whether anyone holds the lock, for read or write. It reads
-// through the client-side cache: no round trip while the cached answer
-// stands; it can lag a write to the lock by a few milliseconds, this
-// Client's or another's.
+// IsLocked reports whether anyone holds the lock, for read or write, in one
+// round trip.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.read.IsLocked(ctx) }
 
 // HoldCount is how many leases on this lock the context carries for its

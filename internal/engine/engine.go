@@ -429,11 +429,11 @@ func (e *Engine) cleanup(owner string) {
 // releaseNow undoes a won attempt that cannot be kept (its replicas did not
 // acknowledge it, or the Client is closing). It runs in the background, so
 // that Acquire returns by its ctx's deadline while Redis is slow to answer
-// (a failover), and Close waits for it; once Close has begun it runs before
-// returning, bounded by ReleaseTimeout.
+// (a failover), and Close waits for it, within its own bound; once Close has
+// begun it runs before returning, bounded by ReleaseTimeout and Close's.
 func (e *Engine) releaseNow(owner string) {
 	undo := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), core.ReleaseTimeout)
+		ctx, cancel := context.WithTimeout(e.client.Closing(), core.ReleaseTimeout)
 		defer cancel()
 		e.undo(ctx, owner)
 	}
