@@ -623,3 +623,45 @@ func BenchmarkLossHeard(b *testing.B) {
 		})
 	}
 }
+
+// When a lock's slot moves to another node (resharding), the guard follows
+// it: the MIGRATE that deletes the key on the old node is a hint, whose read
+// is sent on (ASK while the slot moves, MOVED once it has), and the hold,
+// found on the new node, is tracked there: no false loss, and a removal on
+// the new node is heard at once. Every kind of Client.
+func TestClusterLostAfterSlotMoves(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	for _, ck := range clientKinds {
+		t.Run(ck.name, func(t *testing.T) {
+			c := ck.open(t, cl.Option())
+			name := "moved:" + ck.name
+			slot := cl.KeySlot(name)
+			from := cl.Owner(slot)
+			var to *redistest.Server
+			for _, p := range cl.Primaries() {
+				if p != from {
+					to = p
+					break
+				}
+			}
+			tracked := trackedKeys(t, from)
+			l := mustHold(t)(rlock.New(c, name).Acquire(context.Background()))
+			awaitTracked(t, from, tracked)
+			tracked = trackedKeys(t, to)
+			cl.MigrateSlot(slot, to)
+			awaitTracked(t, to, tracked) // read again on the new node
+			if l.Err() != nil {
+				t.Fatalf("lost when its slot moved: %v", l.Err())
+			}
+			to.Do("DEL", name)
+			select {
+			case <-l.Lost():
+			case <-time.After(heard):
+				t.Fatalf("Lost still open %v after the DEL on the slot's new node", heard)
+			}
+			if !errors.Is(l.Err(), lease.ErrLost) {
+				t.Fatalf("Err = %v, want ErrLost", l.Err())
+			}
+		})
+	}
+}

@@ -131,10 +131,12 @@ func (t *tracking) conn(ctx context.Context, addr string) (c *trackConn, again b
 // (in Redis Cluster a replica answers a read with MOVED).
 func (t *tracking) dial(ctx context.Context, addr string) (*trackConn, error) {
 	rc := t.rc
-	if addr != "" {
+	if t.cluster || addr != "" {
+		// In Redis Cluster always a node's own client: a dedicated
+		// connection of the cluster client serves one slot only.
 		if rc = t.rc.Nodes()[addr]; rc == nil {
 			t.stale = true
-			return nil, fmt.Errorf("tracking: no connection to %s, the primary of a slot", addr)
+			return nil, fmt.Errorf("tracking: no connection to %q, the primary of a slot", addr)
 		}
 	}
 	// Dedicate takes no ctx: on a single Redis it dials at once, bounded
