@@ -303,9 +303,17 @@ func (g *guard) armDue() {
 func (g *guard) due() (khs []keyHolds, done chan struct{}) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for key, set := range g.keys {
-		if _, ok := g.pending[key]; !ok && !g.all {
-			continue
+	keys := g.pending
+	if g.all {
+		keys = make(map[string]struct{}, len(g.keys))
+		for key := range g.keys {
+			keys[key] = struct{}{}
+		}
+	}
+	for key := range keys {
+		set := g.keys[key]
+		if len(set) == 0 {
+			continue // given back since the hint
 		}
 		if done == nil {
 			done = make(chan struct{})

@@ -121,10 +121,11 @@ func (t *tracking) conn(ctx context.Context, addr string) (c *trackConn, again b
 	return c, again, nil
 }
 
-// dial makes a tracking connection to addr: CLIENT INFO tells its protocol,
-// and CLIENT TRACKING is turned off (rueidis turns it on in OPTIN mode on a
+// dial makes a tracking connection to addr: CLIENT TRACKING is turned off (rueidis turns it on in OPTIN mode on a
 // caching client's connections) and on again in its default mode, where
-// every read is tracked, so that a read is one command. Outside Redis
+// every read is tracked, so that a read is one command; HELLO, without
+// arguments, tells the connection's protocol (its reply is a map in RESP3,
+// an array in RESP2), changing nothing. Outside Redis
 // Cluster, INFO replication tells whether the server is a primary: a
 // connection made during a failover may reach the old primary, now a
 // replica, whose copy of a lock taken on the new one may not have arrived
@@ -143,7 +144,7 @@ func (t *tracking) dial(ctx context.Context, addr string) (*trackConn, error) {
 	// by the rueidis client's dial timeout.
 	dc, _ := rc.Dedicate()
 	cmds := rueidis.Commands{dc.B().ClientTracking().Off().Build(), dc.B().ClientTracking().On().Build(),
-		dc.B().ClientInfo().Build()}
+		dc.B().Hello().Build()}
 	if !t.cluster {
 		cmds = append(cmds, dc.B().Info().Section("replication").Build())
 	}
@@ -166,17 +167,12 @@ func (t *tracking) dial(ctx context.Context, addr string) (*trackConn, error) {
 	return &trackConn{dc: dc, gone: dc.SetOnInvalidations(t.hook)}, nil
 }
 
-// resp2 reports whether CLIENT INFO's reply says the connection speaks
-// RESP2. A server too old for CLIENT INFO, or an ACL that refuses it, says
+// resp2 reports whether the reply to HELLO says the connection speaks
+// RESP2. A server that wants HELLO's protocol version (Redis 6.0) says
 // nothing: rueidis speaks RESP3 unless told otherwise.
 func resp2(r rueidis.RedisResult) bool {
-	info, _ := r.ToString()
-	for f := range strings.FieldsSeq(info) {
-		if v, ok := strings.CutPrefix(f, "resp="); ok {
-			return v == "2"
-		}
-	}
-	return false
+	m, err := r.ToMessage()
+	return err == nil && !m.IsMap()
 }
 
 // replica reports whether INFO replication's reply says the server is a
