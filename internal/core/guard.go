@@ -54,7 +54,7 @@ type guard struct {
 	untracked atomic.Bool // the server refused tracking: the guard stopped
 
 	mu      sync.Mutex
-	keys    map[string][]*Hold  // the holds on each key; Hold.guarded is the index
+	keys    map[string][]*Hold  // the holds on each key; Hold.guardAt is the index
 	pending map[string]struct{} // keys hinted at since the last round
 	all     bool                // every key: the cache was flushed
 	arming  []*Hold             // holds taken, not yet read

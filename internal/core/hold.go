@@ -429,9 +429,12 @@ func (h *Hold) releaseContext(ctx context.Context) (context.Context, func()) {
 	if ctx == context.Background() || ctx == context.TODO() {
 		return (*lossCtx)(h), func() {}
 	}
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var rctx context.Context
+	var cancel context.CancelFunc
 	if ctx.Done() != nil {
 		rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+	} else {
+		rctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
 	}
 	a := &abort{cancel: cancel}
 	h.mu.Lock()
@@ -466,8 +469,17 @@ func (c *lossCtx) Deadline() (time.Time, bool) {
 }
 
 func (c *lossCtx) Err() error {
-	if (*Hold)(c).lostErr() != nil {
+	h := (*Hold)(c)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.state == lost:
 		return context.Canceled
+	case !h.deadline.IsZero() && !time.Now().Before(h.deadline):
+		// Past it, the hold is as good as lost: rueidis must not be sent
+		// off with a deadline already gone, which would cut its
+		// connection.
+		return context.DeadlineExceeded
 	}
 	return nil
 }

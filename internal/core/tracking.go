@@ -41,7 +41,7 @@ type tracking struct {
 	cluster bool
 	hook    func(keys []rueidis.RedisMessage)
 
-	conns map[string]*trackConn // by node address; "" on a single Redis
+	conns map[string]*trackConn // by node address (see primary for "")
 	slots []string              // Redis Cluster: the primary of each slot; nil until read
 	stale bool                  // the slot map is to be read again before the next read
 }
@@ -60,7 +60,7 @@ func newTracking(rc rueidis.Client, hook func([]rueidis.RedisMessage)) *tracking
 // first slot), to learn whether the server offers tracking: an error
 // wrapping errUntracked when it does not.
 func (t *tracking) probe(ctx context.Context) error {
-	addr := ""
+	var addr string
 	if t.cluster {
 		if err := t.readSlots(ctx); err != nil {
 			return err
@@ -94,11 +94,11 @@ func (t *tracking) primary() string {
 // with it).
 func (t *tracking) conn(ctx context.Context, addr string) (c *trackConn, again bool, err error) {
 	if !t.cluster {
-		for old, c := range t.conns {
-			if old != addr {
+		for other, oc := range t.conns {
+			if other != addr {
 				// rueidis moved to another primary: so do the reads.
-				c.dc.Close()
-				delete(t.conns, old)
+				oc.dc.Close()
+				delete(t.conns, other)
 				again = true
 			}
 		}
@@ -121,15 +121,16 @@ func (t *tracking) conn(ctx context.Context, addr string) (c *trackConn, again b
 	return c, again, nil
 }
 
-// dial makes a tracking connection to addr: CLIENT TRACKING is turned off (rueidis turns it on in OPTIN mode on a
-// caching client's connections) and on again in its default mode, where
-// every read is tracked, so that a read is one command; HELLO, without
-// arguments, tells the connection's protocol (its reply is a map in RESP3,
-// an array in RESP2), changing nothing. Outside Redis
-// Cluster, INFO replication tells whether the server is a primary: a
-// connection made during a failover may reach the old primary, now a
-// replica, whose copy of a lock taken on the new one may not have arrived
-// (in Redis Cluster a replica answers a read with MOVED).
+// dial makes a tracking connection to addr, in one round trip: CLIENT
+// TRACKING is turned off (rueidis turns it on in OPTIN mode on a caching
+// client's connections) and on again in its default mode, where every read
+// is tracked, so that a read is one command; HELLO, without arguments,
+// tells the connection's protocol (its reply is a map in RESP3, an array in
+// RESP2) and changes nothing. Outside Redis Cluster, INFO replication tells
+// whether the server is a primary: a connection made during a failover may
+// reach the old primary, now a replica, whose copy of a lock taken on the
+// new one may not have arrived (in Redis Cluster a replica answers a read
+// with MOVED).
 func (t *tracking) dial(ctx context.Context, addr string) (*trackConn, error) {
 	rc := t.rc
 	if t.cluster || addr != "" {
