@@ -25,7 +25,7 @@ const closeBound = 5*time.Second + 500*time.Millisecond
 // the releases, the unsubscriptions and the connections in time. Before, it
 // took 6.0s with 200 leases: 5s of releases, then a second of rueidis
 // waiting for its PING's reply on the connection it closed. With rueidis'
-// default timeouts, on both kinds of Client, with leases, waiters and
+// default timeouts, on every kind of Client, with leases, waiters and
 // subscriptions. The kinds run in parallel: each waits on timers.
 func TestCloseBoundedWhenRedisIsPaused(t *testing.T) {
 	for _, ck := range clientKinds {
@@ -65,6 +65,50 @@ func TestCloseBoundedWhenRedisIsPaused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An AcquireAsync runs in a goroutine Close waits for: one whose script got
+// no answer (Redis paused) kept Close waiting until rueidis gave up the
+// connection, 11s with its default timeouts on a Client made by New (whose
+// rueidis client Close leaves open; 18s once under load). Its attempt now
+// ends when Close's time is up, and it fails with lease.ErrClosed.
+func TestCloseEndsAcquisitionsInFlight(t *testing.T) {
+	srv := redistest.Start(t)
+	// One connection, made before the pause: rueidis dials a connection of
+	// its own without heeding the ctx, so a dial to a paused server holds
+	// its caller for the dial timeout (5s), Close or not.
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, PipelineMultiplex: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	counted := redistest.NewCounting(rc)
+	c, err := leasehold.New(counted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	srv.Pause()
+	defer srv.Resume()
+	sent := counted.Rounds()
+	var inFlight []*lease.Future
+	for i := range 5 {
+		inFlight = append(inFlight, rlock.New(c, fmt.Sprint("in-flight:", i)).AcquireAsync(context.Background()))
+	}
+	// Each has sent its script, which Redis does not answer.
+	waitFor(t, func() bool { return counted.Rounds() >= sent+5 }, "5 scripts sent")
+	start := time.Now()
+	c.Close()
+	took := time.Since(start)
+	t.Logf("Close took %v", took)
+	if took > closeBound {
+		t.Fatalf("Close took %v with acquisitions in flight, want at most %v", took, closeBound)
+	}
+	for _, f := range inFlight {
+		if _, err := f.Result(); !errors.Is(err, lease.ErrClosed) {
+			t.Fatalf("an acquisition in flight after Close: %v, want ErrClosed", err)
+		}
 	}
 }
 
