@@ -143,7 +143,13 @@ func (t *tracking) dial(ctx context.Context, addr string) (*trackConn, error) {
 	}
 	// Dedicate takes no ctx: on a single Redis it dials at once, bounded
 	// by the rueidis client's dial timeout.
-	dc, _ := rc.Dedicate()
+	dc, release := rc.Dedicate()
+	if dc == nil { // a wrapper of rueidis.Client that has none to give
+		if release != nil {
+			release()
+		}
+		return nil, fmt.Errorf("%w: the rueidis client gives no dedicated connection", errUntracked)
+	}
 	cmds := rueidis.Commands{dc.B().ClientTracking().Off().Build(), dc.B().ClientTracking().On().Build(),
 		dc.B().Hello().Build()}
 	if !t.cluster {
