@@ -23,12 +23,14 @@ func (c *Client) core() *core.Client { return (*core.Client)(c) }
 // Open dials Redis with rueidis' own options (addresses, auth, TLS, sentinel,
 // cluster) and wraps the new client. It fails, with an error wrapping
 // lease.ErrRedis, on the address of a read-only replica; it warns (see
-// WithObserver) of a memory policy that can evict lock keys and of a PUBLISH
-// that an ACL refuses. It chains its hook onto
-// opt.OnInvalidations, so invalidations of lock keys (on release and on
-// expiry) wake waiters over the same connection. Unless opt sets
-// PipelineMultiplex, Open uses one connection per Redis node rather than
-// rueidis' default of one per pair of cores. Unless opt sets ClientName, the
+// WithObserver) of a memory policy that can evict lock keys, of a PUBLISH
+// that an ACL refuses, and of a server that refuses CLIENT TRACKING (see
+// Stats.Tracking). It chains its hook onto opt.OnInvalidations, so that,
+// with rueidis' client-side cache (the default), invalidations of lock keys
+// (on release and on expiry) wake waiters over the same connection. Unless
+// opt sets PipelineMultiplex, Open uses one connection per Redis node rather
+// than rueidis' default of one per pair of cores, and one more per node for
+// hearing of removals (Stats.Tracking). Unless opt sets ClientName, the
 // connections are named NAME/ID (see WithClientName). Close closes the
 // rueidis client.
 func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
@@ -90,9 +92,11 @@ func newClient(rc rueidis.Client, owned, tracking bool, o options) (*Client, err
 
 // New wraps a rueidis client the caller already has; Close leaves it open,
 // and its connections keep their names (WithClientName does nothing here).
-// rueidis takes the invalidation hook only at creation, so with New the
-// expiry of a lock is noticed by waiters' TTL timers rather than by
-// invalidations; releases still wake them through unlock messages.
+// Its holders hear of a removal of their locks as with Open, on dedicated
+// connections of client's (one per node; see Stats.Tracking). rueidis takes
+// the invalidation hook only at creation, so with New the expiry of a lock
+// is noticed by waiters' TTL timers rather than by invalidations; releases
+// still wake them through unlock messages.
 func New(client rueidis.Client, opts ...Option) (*Client, error) {
 	if client == nil {
 		return nil, fmt.Errorf("leasehold: new: %w: nil rueidis client", lease.ErrInvalid)
@@ -109,10 +113,12 @@ func New(client rueidis.Client, opts ...Option) (*Client, error) {
 func (c *Client) ID() string { return c.core().ID() }
 
 // Close reports every lease the Client still holds lost with lease.ErrClosed,
-// releases those locks (best effort, for at most 5s), and returns once every
-// goroutine the Client started has ended. Waiters return lease.ErrClosed, as
-// do later calls on its locks. A Client made by Open closes its rueidis
-// client too. Close always returns nil; calling it again does nothing.
+// releases those locks (best effort), and returns once every goroutine the
+// Client started has ended: within 5s however Redis answers, or the rueidis
+// client's dial timeout if that is longer and a connection is being made.
+// Waiters return lease.ErrClosed, as do later calls on its locks. A Client
+// made by Open closes its rueidis client too. Close always returns nil;
+// calling it again does nothing.
 func (c *Client) Close() error {
 	c.core().Close()
 	return nil
@@ -136,6 +142,15 @@ type Stats struct {
 	// ("" when INFO was refused). Any but noeviction can evict lock keys
 	// once memory fills; the Client warns of it when a maxmemory is set.
 	MemoryPolicy string
+	// Tracking reports whether a holder hears at once (within a round trip
+	// or two) that its lock was removed from Redis behind its back: a DEL,
+	// FLUSHALL, an eviction, an expiry, a force release. The Client reads
+	// its holds on a connection of its own per node with CLIENT TRACKING on.
+	// False where the server refuses CLIENT TRACKING (an ACL, a server
+	// without it, a RESP2 connection): the Client warns of it once, and a
+	// removal is heard at the holder's next renewal, up to a third of the
+	// watchdog lease later. See docs/safety.md.
+	Tracking bool
 }
 
 // Stats returns the Client's counters. It costs no round trip.
@@ -143,5 +158,5 @@ func (c *Client) Stats() Stats {
 	cc := c.core()
 	k, h := cc.Keeper(), cc.Hub().Stats()
 	return Stats{Leases: k.Len(), RenewalRounds: k.Rounds(), Subscriptions: h.Subscriptions,
-		Waiters: h.Waiters, Wakeups: h.Wakeups, MemoryPolicy: cc.Options().MemoryPolicy}
+		Waiters: h.Waiters, Wakeups: h.Wakeups, MemoryPolicy: cc.Options().MemoryPolicy, Tracking: k.Tracked()}
 }

@@ -65,8 +65,9 @@ func TestIDAndOwner(t *testing.T) {
 	}
 }
 
-// Open keeps one connection per node unless told otherwise: scripts,
-// subscriptions and invalidations all ride on it.
+// Open keeps one connection per node for its commands unless told
+// otherwise: scripts, subscriptions and the invalidations that wake waiters
+// all ride on it. One more per node carries the guard's tracked reads.
 func TestOpenUsesOneConnection(t *testing.T) {
 	srv := redistest.Start(t)
 	c, err := leasehold.Open(srv.Option())
@@ -102,13 +103,17 @@ func TestOpenUsesOneConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// c, other and the CLIENT LIST connection itself; c's one connection
-	// carries its subscription (sub=1) and its cache tracking (flag t).
-	if n := len(regexp.MustCompile(`(?m)^(txt:)?id=`).FindAllString(clients, -1)); n != 3 {
-		t.Fatalf("%d connections, want 3 (one per Client and this one):\n%s", n, clients)
+	// Two for c, two for other, and the CLIENT LIST connection itself;
+	// c's command connection carries its subscription (sub=1) and its cache
+	// tracking (flag t); a tracking connection has flag t too.
+	if n := len(regexp.MustCompile(`(?m)^(txt:)?id=`).FindAllString(clients, -1)); n != 5 {
+		t.Fatalf("%d connections, want 5 (two per Client and this one):\n%s", n, clients)
 	}
 	if !regexp.MustCompile(`flags=Pt .*sub=1 `).MatchString(clients) {
 		t.Fatalf("no connection carries both a subscription and tracking:\n%s", clients)
+	}
+	if n := len(regexp.MustCompile(`flags=P?t `).FindAllString(clients, -1)); n != 4 {
+		t.Fatalf("%d connections with tracking, want all four of the Clients':\n%s", n, clients)
 	}
 	_ = otherHeld.Release(ctx)
 	l, err := f.Result()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,74 +106,137 @@ var causes = []struct {
 	{"overwritten", func(srv *redistest.Server, h held) { srv.Do("SET", h.key, "x") }},
 }
 
+// awaitTracked waits until srv tracks more keys than before: the guard has
+// read a hold taken since, so that what follows is heard by invalidation,
+// not by that first read.
+func awaitTracked(t testing.TB, srv *redistest.Server, before int64) {
+	t.Helper()
+	locktest.Eventually(t, heard, "the guard's first read of the hold", func() bool { return trackedKeys(t, srv) > before })
+}
+
+// clientKinds are the ways to make a Client on a server reached with opt:
+// Open with rueidis' client-side cache (the default) and without, and New
+// over a rueidis client with and without it. rueidis takes the invalidation
+// hook only when it makes a client, so only the first of them has the
+// invalidations of its own connections; every one has its own tracking
+// connection for its holds.
+var clientKinds = []struct {
+	name string
+	open func(t testing.TB, opt rueidis.ClientOption, opts ...leasehold.Option) *leasehold.Client
+}{
+	{"open", func(t testing.TB, opt rueidis.ClientOption, opts ...leasehold.Option) *leasehold.Client {
+		return locktest.OpenAt(t, opt, opts...)
+	}},
+	{"open-nocache", func(t testing.TB, opt rueidis.ClientOption, opts ...leasehold.Option) *leasehold.Client {
+		opt.DisableCache = true
+		return locktest.OpenAt(t, opt, opts...)
+	}},
+	{"new", func(t testing.TB, opt rueidis.ClientOption, opts ...leasehold.Option) *leasehold.Client {
+		return newOver(t, opt, opts...)
+	}},
+	{"new-nocache", func(t testing.TB, opt rueidis.ClientOption, opts ...leasehold.Option) *leasehold.Client {
+		opt.DisableCache = true
+		return newOver(t, opt, opts...)
+	}},
+}
+
+// newOver returns a Client made by New over a rueidis client dialled with
+// opt; both are closed when the test ends.
+func newOver(t testing.TB, opt rueidis.ClientOption, opts ...leasehold.Option) *leasehold.Client {
+	t.Helper()
+	rc, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	c, err := leasehold.New(rc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // Every lease hears within about a round trip that its hold is gone from
-// Redis, whatever removed it, for every kind: before, it heard at its next
-// renewal (a third of the watchdog lease later, 10s by default) or at its
-// local deadline, while another Client could take the lock at once.
+// Redis, whatever removed it, for every kind of lock and every kind of
+// Client: before, it heard at its next renewal (a third of the watchdog
+// lease later, 10s by default) or at its local deadline, while another
+// Client could take the lock at once; a Client made by New, or by Open with
+// DisableCache, heard only then.
 func TestLostAtOnce(t *testing.T) {
 	srv := redistest.Start(t)
-	c := open(t, srv)
-	for _, k := range holdKinds {
-		for _, cause := range causes {
-			t.Run(k.name+"/"+cause.name, func(t *testing.T) {
-				name := "lost:" + strings.ReplaceAll(k.name, " ", "-") + ":" + cause.name
-				h := k.acquire(t, c, name)
-				start := time.Now()
-				cause.do(srv, h)
-				select {
-				case <-h.lease.Lost():
-				case <-time.After(heard):
-					t.Fatalf("Lost still open %v after the %s", heard, cause.name)
+	for _, ck := range clientKinds {
+		t.Run(ck.name, func(t *testing.T) {
+			c := ck.open(t, srv.Option())
+			if !c.Stats().Tracking {
+				t.Fatal("Stats().Tracking = false on a server that offers CLIENT TRACKING")
+			}
+			for _, k := range holdKinds {
+				for _, cause := range causes {
+					t.Run(k.name+"/"+cause.name, func(t *testing.T) {
+						name := "lost:" + ck.name + ":" + strings.ReplaceAll(k.name, " ", "-") + ":" + cause.name
+						tracked := trackedKeys(t, srv)
+						h := k.acquire(t, c, name)
+						awaitTracked(t, srv, tracked)
+						start := time.Now()
+						cause.do(srv, h)
+						select {
+						case <-h.lease.Lost():
+						case <-time.After(heard):
+							t.Fatalf("Lost still open %v after the %s", heard, cause.name)
+						}
+						if err := h.lease.Err(); !errors.Is(err, lease.ErrLost) || h.lease.Context().Err() == nil {
+							t.Fatalf("Err = %v, context %v; want ErrLost and a cancelled context", err, h.lease.Context().Err())
+						}
+						t.Logf("heard in %v: %v", time.Since(start).Round(time.Microsecond), h.lease.Err())
+						_ = h.lease.Release(context.Background())
+					})
 				}
-				if err := h.lease.Err(); !errors.Is(err, lease.ErrLost) || h.lease.Context().Err() == nil {
-					t.Fatalf("Err = %v, context %v; want ErrLost and a cancelled context", err, h.lease.Context().Err())
-				}
-				t.Logf("heard in %v: %v", time.Since(start).Round(time.Microsecond), h.lease.Err())
-				_ = h.lease.Release(context.Background())
-			})
-		}
+			}
+		})
 	}
 }
 
-// An eviction is heard at once too: under volatile-ttl the lock key, the
-// soonest to expire, is the first evicted once memory fills.
+// An eviction is heard at once too, on every kind of Client: under
+// volatile-ttl the lock key, the soonest to expire, is the first evicted
+// once memory fills.
 func TestLostToEviction(t *testing.T) {
-	srv := redistest.Start(t)
-	c := open(t, srv)
-	l := mustHold(t)(rlock.New(c, "evicted").Acquire(context.Background()))
-	total, err := srv.Do("MEMORY", "USAGE", "evicted").AsInt64() // only to see the server answers
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := srv.Do("INFO", "memory").ToString()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
-			fmt.Sscan(v, &total)
-		}
-	}
-	srv.Do("CONFIG", "SET", "maxmemory-policy", "volatile-ttl")
-	srv.Do("CONFIG", "SET", "maxmemory", fmt.Sprint(total+4<<20))
-	defer srv.Do("CONFIG", "SET", "maxmemory", "0")
-	big := strings.Repeat("x", 64<<10)
-	for i := 0; i < 200; i++ {
-		srv.Do("SET", fmt.Sprint("filler:", i), big, "EX", "3600") // OOM refusals once full are fine
-		select {
-		case <-l.Lost():
-			if !errors.Is(l.Err(), lease.ErrLost) {
-				t.Fatalf("Err = %v, want ErrLost", l.Err())
+	for _, ck := range clientKinds {
+		t.Run(ck.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			c := ck.open(t, srv.Option())
+			l := mustHold(t)(rlock.New(c, "evicted").Acquire(context.Background()))
+			var total int64
+			info, err := srv.Do("INFO", "memory").ToString()
+			if err != nil {
+				t.Fatal(err)
 			}
-			return
-		default:
-		}
-	}
-	select {
-	case <-l.Lost():
-	case <-time.After(heard):
-		n, _ := srv.Do("EXISTS", "evicted").AsInt64()
-		t.Fatalf("Lost still open %v after memory filled (lock key exists: %d)", heard, n)
+			for _, line := range strings.Split(info, "\r\n") {
+				if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+					fmt.Sscan(v, &total)
+				}
+			}
+			srv.Do("CONFIG", "SET", "maxmemory-policy", "volatile-ttl")
+			srv.Do("CONFIG", "SET", "maxmemory", fmt.Sprint(total+4<<20))
+			big := strings.Repeat("x", 64<<10)
+			for i := 0; i < 200; i++ {
+				srv.Do("SET", fmt.Sprint("filler:", i), big, "EX", "3600") // OOM refusals once full are fine
+				select {
+				case <-l.Lost():
+					if !errors.Is(l.Err(), lease.ErrLost) {
+						t.Fatalf("Err = %v, want ErrLost", l.Err())
+					}
+					return
+				default:
+				}
+			}
+			select {
+			case <-l.Lost():
+			case <-time.After(heard):
+				n, _ := srv.Do("EXISTS", "evicted").AsInt64()
+				t.Fatalf("Lost still open %v after memory filled (lock key exists: %d)", heard, n)
+			}
+		})
 	}
 }
 
@@ -259,27 +323,40 @@ func TestRedLockLostAtOnce(t *testing.T) {
 	}
 }
 
-// Without tracking the loss is heard at the next renewal, as before: a
-// Client made by New (rueidis takes the invalidation hook only at creation),
-// or by Open with DisableCache.
+// Where the server offers no CLIENT TRACKING (here an ACL that refuses it;
+// miniredis has none at all; a RESP2 connection gets no invalidations), Open
+// and New still make a Client: it says so once, in a warning and in
+// Stats().Tracking, and a removal is heard at the next renewal, as before.
+// (rueidis' client-side cache needs CLIENT TRACKING itself: Open fails
+// without DisableCache there, and New is given a client without the cache.)
 func TestLostAtRenewalWithoutTracking(t *testing.T) {
 	srv := redistest.Start(t)
-	const watchdog = 900 * time.Millisecond // renewed every 300ms
-	opt := srv.Option()
-	opt.DisableCache = true
-	byOpen := locktest.OpenAt(t, opt, leasehold.WithWatchdog(watchdog))
-	rc, err := rueidis.NewClient(srv.Option())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	byNew, err := leasehold.New(rc, leasehold.WithWatchdog(watchdog))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer byNew.Close()
-	for name, c := range map[string]*leasehold.Client{"open-nocache": byOpen, "new": byNew} {
-		t.Run(name, func(t *testing.T) {
+	const watchdog = 900 * time.Millisecond     // renewed every 300ms
+	denied := locktest.Denied(t, srv, "client") // Redis 6.2 denies no subcommand alone
+	resp2 := srv.Option()
+	resp2.AlwaysRESP2, resp2.DisableCache = true, true
+	for _, tt := range []struct {
+		name string
+		opt  rueidis.ClientOption
+		open func(t testing.TB, opt rueidis.ClientOption, opts ...leasehold.Option) *leasehold.Client
+		why  string
+	}{
+		{"open-nocache, ACL", denied, clientKinds[1].open, "NOPERM"},
+		{"new-nocache, ACL", denied, clientKinds[3].open, "NOPERM"},
+		{"open, RESP2", resp2, clientKinds[0].open, "RESP2"},
+		{"new, RESP2", resp2, clientKinds[2].open, "RESP2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var w warnings
+			c := tt.open(t, tt.opt, leasehold.WithWatchdog(watchdog), leasehold.WithObserver(&w))
+			if c.Stats().Tracking {
+				t.Fatal("Stats().Tracking = true without CLIENT TRACKING")
+			}
+			got := w.list()
+			if len(got) != 1 || !strings.Contains(got[0].Error(), "CLIENT TRACKING") || !strings.Contains(got[0].Error(), tt.why) {
+				t.Fatalf("warnings %v, want one naming CLIENT TRACKING and %s", got, tt.why)
+			}
+			name := "untracked:" + strings.ReplaceAll(tt.name, " ", "")
 			l := mustHold(t)(rlock.New(c, name).Acquire(context.Background()))
 			srv.Do("DEL", name)
 			select {
@@ -289,6 +366,53 @@ func TestLostAtRenewalWithoutTracking(t *testing.T) {
 			}
 			if !errors.Is(l.Err(), lease.ErrLost) || !strings.Contains(l.Err().Error(), "renewal") {
 				t.Fatalf("Err = %v, want ErrLost from a renewal", l.Err())
+			}
+			if n := len(w.list()); n != 1 {
+				t.Fatalf("%d warnings, want the one at Open", n)
+			}
+		})
+	}
+}
+
+// A tracking connection that breaks takes with it what it tracked, and the
+// invalidations sent meanwhile: the Client makes it again and reads every
+// hold again, so that a removal while it was down is heard, and one after
+// it too. Every kind of Client; CLIENT KILL cuts every connection of theirs.
+func TestLostAcrossReconnect(t *testing.T) {
+	for _, ck := range clientKinds {
+		t.Run(ck.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			c := ck.open(t, srv.Option())
+			ctx := context.Background()
+			before := mustHold(t)(rlock.New(c, "reconnect:1").Acquire(ctx))
+			after := mustHold(t)(rlock.New(c, "reconnect:2").Acquire(ctx))
+			awaitTracked(t, srv, 1)
+			reads := func() int64 { calls, _ := commandCalls(t, srv); return calls["hmget"] }
+			read := reads()
+			// Removed in the transaction that kills the connections: its
+			// invalidation goes nowhere.
+			rc := srv.Client()
+			for _, r := range rc.DoMulti(ctx, rc.B().Multi().Build(), rc.B().Del().Key("reconnect:1").Build(),
+				rc.B().Arbitrary("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes").Build(), rc.B().Exec().Build()) {
+				if err := r.Error(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			select {
+			case <-before.Lost():
+			case <-time.After(heard):
+				t.Fatalf("a removal while the connection was down: Lost still open %v later", heard)
+			}
+			// Both holds read again, on the new connection.
+			locktest.Eventually(t, heard, "the holds read again", func() bool { return reads() >= read+2 })
+			srv.Do("DEL", "reconnect:2")
+			select {
+			case <-after.Lost():
+			case <-time.After(heard):
+				t.Fatalf("a removal after the reconnection: Lost still open %v later", heard)
+			}
+			if !errors.Is(after.Err(), lease.ErrLost) {
+				t.Fatalf("Err = %v, want ErrLost", after.Err())
 			}
 		})
 	}
@@ -423,24 +547,120 @@ func BenchmarkGuard(b *testing.B) {
 
 // In Redis Cluster the invalidation comes from the node of the key's slot,
 // on the connection that read it there: each kind's holder hears of a
-// deletion at once, on whichever node its lock lives.
+// deletion at once, on whichever node its lock lives, on every kind of
+// Client (the tracking connections are one per node, found by slot).
 func TestClusterLostAtOnce(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
-	c := locktest.OpenAt(t, cl.Option())
-	for i, k := range holdKinds {
-		t.Run(k.name, func(t *testing.T) {
-			name := fmt.Sprintf("cluster-lost-%d", i) // names over several slots and nodes
-			h := k.acquire(t, c, name)
-			if err := cl.Client().Do(context.Background(), cl.Client().B().Del().Key(h.key).Build()).Error(); err != nil {
-				t.Fatal(err)
+	for _, ck := range clientKinds {
+		t.Run(ck.name, func(t *testing.T) {
+			c := ck.open(t, cl.Option())
+			nodes := map[string]bool{}
+			for i, k := range holdKinds {
+				for j := range 3 { // names over several slots and nodes
+					name := fmt.Sprintf("cluster-lost-%s-%d-%d", ck.name, i, j)
+					owner := cl.Owner(cl.KeySlot(name))
+					tracked := trackedKeys(t, owner)
+					h := k.acquire(t, c, name)
+					awaitTracked(t, owner, tracked)
+					node := owner.Addr()
+					nodes[node] = true
+					if err := cl.Client().Do(context.Background(), cl.Client().B().Del().Key(h.key).Build()).Error(); err != nil {
+						t.Fatal(err)
+					}
+					select {
+					case <-h.lease.Lost():
+					case <-time.After(heard):
+						t.Fatalf("%s: Lost still open %v after the DEL on node %s", k.name, heard, node)
+					}
+					if !errors.Is(h.lease.Err(), lease.ErrLost) {
+						t.Fatalf("%s: Err = %v, want ErrLost", k.name, h.lease.Err())
+					}
+				}
 			}
+			if len(nodes) < 3 {
+				t.Fatalf("the locks lived on %d nodes, want all 3", len(nodes))
+			}
+		})
+	}
+}
+
+var heardNames atomic.Int64
+
+// BenchmarkLossHeard is the delay from a foreign DEL of a held lock's key
+// to its holder's Lost(), per kind of Client, once the guard has read the
+// hold (so the invalidation is what tells it). One op is one removal heard;
+// reported: the median and the 99th percentile besides the mean (ns/op).
+func BenchmarkLossHeard(b *testing.B) {
+	srv := redistest.Start(b)
+	foreign := srv.Client()
+	for _, ck := range clientKinds {
+		b.Run(ck.name, func(b *testing.B) {
+			c := ck.open(b, srv.Option())
+			ctx := context.Background()
+			delays := make([]time.Duration, 0, b.N)
+			b.StopTimer()
+			for range b.N {
+				name := fmt.Sprint("heard:", ck.name, ":", heardNames.Add(1)) // never read before
+				tracked := trackedKeys(b, srv)
+				l, err := rlock.New(c, name).Acquire(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				awaitTracked(b, srv, tracked)
+				del := foreign.B().Del().Key(name).Build()
+				start := time.Now()
+				b.StartTimer()
+				if err := foreign.Do(ctx, del).Error(); err != nil {
+					b.Fatal(err)
+				}
+				<-l.Lost()
+				b.StopTimer()
+				delays = append(delays, time.Since(start))
+			}
+			slices.Sort(delays)
+			b.ReportMetric(float64(delays[len(delays)/2].Microseconds()), "µs-p50")
+			b.ReportMetric(float64(delays[len(delays)*99/100].Microseconds()), "µs-p99")
+		})
+	}
+}
+
+// When a lock's slot moves to another node (resharding), the guard follows
+// it: the MIGRATE that deletes the key on the old node is a hint, whose read
+// is sent on (ASK while the slot moves, MOVED once it has), and the hold,
+// found on the new node, is tracked there: no false loss, and a removal on
+// the new node is heard at once. Every kind of Client.
+func TestClusterLostAfterSlotMoves(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	for _, ck := range clientKinds {
+		t.Run(ck.name, func(t *testing.T) {
+			c := ck.open(t, cl.Option())
+			name := "moved:" + ck.name
+			slot := cl.KeySlot(name)
+			from := cl.Owner(slot)
+			var to *redistest.Server
+			for _, p := range cl.Primaries() {
+				if p != from {
+					to = p
+					break
+				}
+			}
+			tracked := trackedKeys(t, from)
+			l := mustHold(t)(rlock.New(c, name).Acquire(context.Background()))
+			awaitTracked(t, from, tracked)
+			tracked = trackedKeys(t, to)
+			cl.MigrateSlot(slot, to)
+			awaitTracked(t, to, tracked) // read again on the new node
+			if l.Err() != nil {
+				t.Fatalf("lost when its slot moved: %v", l.Err())
+			}
+			to.Do("DEL", name)
 			select {
-			case <-h.lease.Lost():
+			case <-l.Lost():
 			case <-time.After(heard):
-				t.Fatalf("Lost still open %v after the DEL on node %s", heard, cl.Owner(cl.KeySlot(h.key)).Addr())
+				t.Fatalf("Lost still open %v after the DEL on the slot's new node", heard)
 			}
-			if !errors.Is(h.lease.Err(), lease.ErrLost) {
-				t.Fatalf("Err = %v, want ErrLost", h.lease.Err())
+			if !errors.Is(l.Err(), lease.ErrLost) {
+				t.Fatalf("Err = %v, want ErrLost", l.Err())
 			}
 		})
 	}

@@ -385,7 +385,8 @@ func oomErrors(t *testing.T, srv *redistest.Server) int64 {
 }
 
 // README's least ACL for a lock user: every lock kind works under it, waiters
-// are woken by unlock messages, and the Client warns of nothing.
+// are woken by unlock messages, holders hear of removals at once
+// (Stats().Tracking), and the Client warns of nothing.
 func TestLeastACL(t *testing.T) {
 	srv := redistest.Start(t)
 	rules := []string{"ACL", "SETUSER", "locks", "on", ">pw", "~*", "&*", "+@all", "-@dangerous", "+info", "+client|tracking", "+client|caching"}
@@ -396,6 +397,9 @@ func TestLeastACL(t *testing.T) {
 	opt.Username, opt.Password = "locks", "pw"
 	var w warnings
 	c := locktest.OpenAt(t, opt, leasehold.WithObserver(&w))
+	if !c.Stats().Tracking {
+		t.Error("Stats().Tracking = false under the least ACL")
+	}
 	ctx := context.Background()
 	l, err := rlock.New(c, "acl-least").Acquire(ctx)
 	if err != nil {

@@ -14,10 +14,11 @@ import (
 )
 
 // A service built on go-redis keeps its go-redis client for its own commands
-// and gives leasehold a rueidis client parsed from the same URL: one more
-// connection to each Redis node, which carries the locks' scripts, their
-// subscriptions and invalidations. It lives in this module, not the root,
-// so that leasehold's users never download go-redis.
+// and gives leasehold a rueidis client parsed from the same URL: two more
+// connections to each Redis node, one that carries the locks' scripts, their
+// subscriptions and invalidations, one on which holders hear of a lock
+// removed behind their back. It lives in this module, not the root, so that
+// leasehold's users never download go-redis.
 func Example_goRedis() {
 	srv, err := redistest.Launch() // stands for the service's Redis
 	if err != nil {
@@ -72,5 +73,5 @@ func Example_goRedis() {
 		strings.Count(list, " name=billing-goredis "), strings.Count(list, " name=billing/"+c.ID()+" "))
 	// Output:
 	// sent invoice 42 under the lock: true
-	// connections: go-redis 1, leasehold 1
+	// connections: go-redis 1, leasehold 2
 }

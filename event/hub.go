@@ -65,7 +65,7 @@ func (h *Hub) Invalidate(keys []rueidis.RedisMessage) { h.h.Invalidate(keys) }
 // hub's goroutines have ended; a Watch then fails. Waiters must still Leave.
 func (h *Hub) Close() {
 	h.once.Do(func() { close(h.closed) })
-	h.h.Close()
+	h.h.Close(context.Background())
 }
 
 // Waiter is one goroutine's place on a channel.

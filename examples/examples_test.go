@@ -57,7 +57,7 @@ var runs = []struct {
 	}, nil},
 	{"workers", "workers", []string{"-v"}, []string{
 		`^operator: force-released the lock of tenant-5$`,
-		`^worker \d: lost tenant-5 .*renewal found the lock no longer held by this owner.*: stopped; job queued again$`,
+		`^worker \d: lost tenant-5 .*(gone from Redis|renewal found the lock no longer held by this owner).*: stopped; job queued again$`,
 		`^lease events \(expvar leasehold\): \{.*"lost": 1,.*\}$`,
 		`^ok: all 10 tenants synced exactly once`,
 		`stderr:level=WARN msg="lease lost" lock=sync:tenant-5`,

@@ -55,8 +55,9 @@ func (l *Lease) Deadline() time.Time { return l.state().Hold().Deadline() }
 func (l *Lease) HoldCount() int { return l.state().Hold().Leases() }
 
 // Release gives up this lease, even under an ended ctx, and is applied
-// once. Its error wraps ErrNotHeld if the lease was released or lost; on any
-// other error the lease is still held: call Release again, or Close.
+// once. Its error wraps ErrNotHeld if the lease was released or lost (at
+// once, also when the loss comes while the release waits); on any other
+// error the lease is still held: call Release again, or Close.
 func (l *Lease) Release(ctx context.Context) error {
 	s := l.state()
 	if !s.Claim() {

@@ -164,8 +164,11 @@ func (q *lock) named(op string) func(*lease.Lease, error) (*lease.Lease, error) 
 // held, on failure, or when ctx ends or the Future is cancelled. Cancelling
 // the Future before its Lease is taken leaves nothing held.
 func (q *lock) AcquireAsync(ctx context.Context) *lease.Future {
+	// Its members' Clients wait for it on Close: it ends when their time
+	// is up.
+	ctx, stop := q.Bound(ctx)
 	f, run := core.NewFuture(ctx, q.Acquire)
-	q.Go(run)
+	q.Go(func() { defer stop(); run() })
 	return f
 }
 

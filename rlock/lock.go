@@ -52,8 +52,8 @@ func (l *Lock) TryAcquire(ctx context.Context) (*lease.Lease, error) { return l.
 // ctx) before its lease is taken leaves nothing held.
 func (l *Lock) AcquireAsync(ctx context.Context) *lease.Future { return l.e.AcquireAsync(ctx) }
 
-// IsLocked reports whether anyone holds the lock, read through the
-// client-side cache: it may lag a change by a few milliseconds.
+// IsLocked reports whether anyone holds the lock, in one round trip; the
+// answer may be stale by the time it returns.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.e.IsLocked(ctx) }
 
 // HoldCount is how many unreleased leases of this lock the owner of ctx's

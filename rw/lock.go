@@ -91,8 +91,8 @@ func (l *Lock) Read() lease.Locker { return l.read }
 // fails with ErrUpgrade.
 func (l *Lock) Write() lease.Locker { return l.write }
 
-// IsLocked reports whether anyone holds the lock, for read or write, through
-// the client-side cache: it may lag a change by a few milliseconds.
+// IsLocked reports whether anyone holds the lock, for read or write, in one
+// round trip.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.read.IsLocked(ctx) }
 
 // HoldCount adds up the unreleased write and read leases of this lock held

@@ -21,8 +21,15 @@ import (
 	"github.com/leasehold/leasehold/lease"
 )
 
-// closeTimeout bounds how long Close spends releasing the locks still held.
-const closeTimeout = 5 * time.Second
+// closeTimeout bounds Close: releasing the locks still held, waiting for the
+// goroutines it started, dropping the subscriptions, closing the
+// connections. The last part, closeReserve, is kept for closing the rueidis
+// client: it waits up to a second for a silent server's reply to the PING it
+// sends on a connection it closes.
+const (
+	closeTimeout = 5 * time.Second
+	closeReserve = 1250 * time.Millisecond
+)
 
 // Options are a Client's settings, resolved from the root package's
 // options; every lock of the Client reads them (LockConfig).
@@ -56,6 +63,10 @@ type Client struct {
 	seq    atomic.Uint64
 	ctx    context.Context // cancelled when Close begins
 	cancel context.CancelFunc
+	// closing is cancelled when Close's time is up: what Close waits for
+	// (a release in the background) ends by then.
+	closing context.Context
+	drain   context.CancelFunc
 
 	mu     sync.Mutex // orders Go against Close
 	closed bool
@@ -64,10 +75,14 @@ type Client struct {
 }
 
 // NewClient returns a Client on rc. owned says whether Close closes rc;
-// tracking whether rc's invalidations reach the hub.
+// tracking whether rc's invalidations reach the hub (Invalidate), for its
+// waiters. Its holders hear of a removal from Redis on connections of their
+// own wherever the server offers CLIENT TRACKING (see Keeper.Tracked); where
+// it does not, the Client warns of it.
 func NewClient(rc rueidis.Client, owned, tracking bool, o Options) *Client {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{}
+	c.closing, c.drain = context.WithCancel(context.Background())
 	hubOpts := []hub.HubOption{hub.Warnings(func(err error) { c.Warn(err) })}
 	if o.Sharded {
 		// Every script run on it publishes with SPUBLISH.
@@ -79,7 +94,7 @@ func NewClient(rc rueidis.Client, owned, tracking bool, o Options) *Client {
 	}
 	c.rc, c.owned, c.id, c.opts = rc, owned, o.ID, o
 	c.hub = hub.NewHub(rc, tracking, hubOpts...)
-	c.keeper = NewKeeper(rc, o.Watchdog, o.Sharded, tracking, WaitReplicas(o.Replicas, o.ReplicaTimeout))
+	c.keeper = NewKeeper(rc, o.Watchdog, o.Sharded, c.Warn, WaitReplicas(o.Replicas, o.ReplicaTimeout))
 	c.ctx, c.cancel = ctx, cancel
 	return c
 }
@@ -96,40 +111,29 @@ func (c *Client) Warn(err error) {
 
 // Invalidate takes an invalidation message of rc's client-side cache (wire
 // it into rueidis.ClientOption.OnInvalidations): the hub wakes the waiters of
-// the keys, the keeper reads again the holds on them. nil keys: the cache
-// was flushed.
-func (c *Client) Invalidate(keys []rueidis.RedisMessage) {
-	c.hub.Invalidate(keys)
-	if keys == nil {
-		c.keeper.Invalidate(nil, true)
-		return
-	}
-	names := make([]string, 0, len(keys))
-	for _, k := range keys {
-		if s, err := k.ToString(); err == nil {
-			names = append(names, s)
-		}
-	}
-	c.keeper.Invalidate(names, false)
-}
+// the keys; nil keys: the cache was flushed.
+func (c *Client) Invalidate(keys []rueidis.RedisMessage) { c.hub.Invalidate(keys) }
 
 // ID is the Client's unique id, a random UUID.
 func (c *Client) ID() string { return c.id }
 
 // Close reports every lease still held lost with lease.ErrClosed, releases
-// those locks (best effort, for at most closeTimeout), and returns once every
-// goroutine started through Go has ended. It may be called more than once.
+// those locks (best effort), drops the subscriptions and returns once every
+// goroutine started through Go has ended, all within closeTimeout (or the
+// rueidis client's dial timeout, if longer, when a connection is being
+// made: rueidis dials without a ctx). It may be called more than once.
 func (c *Client) Close() {
 	c.once.Do(func() {
 		c.mu.Lock()
 		c.closed = true
 		c.mu.Unlock()
 		c.cancel()
-		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-		c.keeper.Close(ctx)
-		cancel()
+		stop := time.AfterFunc(closeTimeout-closeReserve, c.drain)
+		defer stop.Stop()
+		defer c.drain()
+		c.keeper.Close(c.closing)
 		c.wg.Wait()
-		c.hub.Close()
+		c.hub.Close(c.closing)
 		if c.owned {
 			c.rc.Close()
 		}
@@ -146,6 +150,10 @@ func (c *Client) Err() error {
 
 // Context is cancelled when Close begins.
 func (c *Client) Context() context.Context { return c.ctx }
+
+// Closing is cancelled when Close's time is up: work that Close waits for
+// (a release in the background) must end by then.
+func (c *Client) Closing() context.Context { return c.closing }
 
 // Redis is the rueidis client.
 func (c *Client) Redis() rueidis.Client { return c.rc }

@@ -2,8 +2,10 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -25,64 +27,130 @@ const armDelay = 5 * time.Millisecond
 // guard tells a Client's holders at once that their hold is gone from
 // Redis, whatever removed it (a DEL, FLUSHALL, an eviction, an expiry, a
 // force release, a key of another type written over it), instead of at the
-// next renewal. It keeps each hold's key tracked by the Client's connection
-// (client-side caching, CLIENT TRACKING): Redis then sends an invalidation
-// of the key on any change to it. An invalidation is only a hint (the
-// holder's own renewals and re-entries, other readers' holds, other permits
-// change the key too), so the guard reads the hold's presence (lua.Presence)
-// before it reports a loss; that read, made as a cached read, also keeps the
-// key tracked, since Redis stops tracking a key once it has invalidated it.
-// Hints for one key coalesce: at most one read per hold per round, rounds
-// one after the other. Without tracking (a Client made by New, or a rueidis
-// client with DisableCache) the guard does nothing: a loss is heard at the
-// next renewal.
+// next renewal. It reads each hold's presence (lua.Presence) on a connection
+// of its own with CLIENT TRACKING on (see tracking): Redis then sends an
+// invalidation of the key on any change to it. An invalidation is only a
+// hint (the holder's own renewals and re-entries, other readers' holds,
+// other permits change the key too), so the guard reads the hold's presence
+// again before it reports a loss; that read also keeps the key tracked,
+// since Redis stops tracking a key once it has invalidated it. Hints for one
+// key coalesce: at most one read per key per round, rounds one after the
+// other.
+//
+// Redis keeps a key it tracks in its tracking table until the key is
+// written again, and lock names are often used once: so nothing is read
+// once its hold is being released or is gone. A hold's release waits for a
+// read of it in flight (Hold.take), so that the read never comes after the
+// release's DEL. Where the server offers no tracking the guard stops, says
+// so once, and a loss is heard at the next renewal.
 type guard struct {
-	rc   rueidis.Client
-	ttl  time.Duration // how long the client-side cache keeps a confirmation
+	t    *tracking
+	warn func(error)
 	wake chan struct{}
 	done chan struct{}
 	stop context.CancelFunc
 	ctx  context.Context
 
+	untracked atomic.Bool // the server refused tracking: the guard stopped
+
 	mu      sync.Mutex
-	keys    map[string]map[*Hold]struct{} // the holds on each key
-	pending map[string]struct{}           // keys hinted at since the last round
-	all     bool                          // every key: the cache was flushed
-	arming  []*Hold                       // holds taken, not yet read
-	armAt   time.Time                     // when the first of arming is due
+	keys    map[string][]*Hold  // the holds on each key; Hold.guardAt is the index
+	pending map[string]struct{} // keys hinted at since the last round
+	all     bool                // every key: the cache was flushed
+	arming  []*Hold             // holds taken, not yet read
+	armAt   time.Time           // when the first of arming is due
 }
 
-// newGuard starts the guard of holds on rc, or returns nil when rc's
-// invalidations do not reach Invalidate.
-func newGuard(rc rueidis.Client, ttl time.Duration, tracking bool) *guard {
-	if !tracking {
+// newGuard starts the guard of holds on rc, or returns nil when the server
+// offers no tracking, after warning of it. rc nil: no guard.
+func newGuard(rc rueidis.Client, warn func(error)) *guard {
+	if rc == nil {
 		return nil
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	g := &guard{rc: rc, ttl: ttl, wake: make(chan struct{}, 1), done: make(chan struct{}), stop: stop, ctx: ctx,
-		keys: make(map[string]map[*Hold]struct{}), pending: make(map[string]struct{})}
+	g := &guard{warn: warn, wake: make(chan struct{}, 1), done: make(chan struct{}), stop: stop, ctx: ctx,
+		keys: make(map[string][]*Hold), pending: make(map[string]struct{})}
+	g.t = newTracking(rc, g.onInvalidations)
+	pctx, cancel := context.WithTimeout(ctx, confirmTimeout)
+	err := g.t.probe(pctx)
+	cancel()
+	if errors.Is(err, errUntracked) {
+		g.refuse(err)
+		stop()
+		return nil
+	}
+	// Any other failure is a pause: the first read tries again.
 	go g.run()
 	return g
+}
+
+// refuse stops the guard for good: the server gives it no invalidations.
+func (g *guard) refuse(err error) {
+	if g.untracked.Swap(true) {
+		return
+	}
+	g.warn(fmt.Errorf("leasehold: %w: a removal of a held lock (a DEL, FLUSHALL, an eviction, a force release) "+
+		"is heard at its next renewal, up to a third of the watchdog lease later, not at once", err))
+	g.mu.Lock()
+	for _, hs := range g.keys {
+		for _, h := range hs {
+			h.guardAt = -1
+		}
+	}
+	clear(g.keys)
+	clear(g.pending)
+	g.arming = nil
+	g.mu.Unlock()
+}
+
+// tracked reports whether the guard hears of removals: it runs and the
+// server has not refused it tracking.
+func (g *guard) tracked() bool { return g != nil && !g.untracked.Load() }
+
+// onInvalidations takes an invalidation message of a tracking connection:
+// keys, or nil when the whole cache was flushed (FLUSHALL, a lost
+// connection). It runs on rueidis' goroutine and does not block.
+func (g *guard) onInvalidations(keys []rueidis.RedisMessage) {
+	if keys == nil {
+		g.invalidate(nil, true)
+		return
+	}
+	names := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if s, err := k.ToString(); err == nil {
+			names = append(names, s)
+		}
+	}
+	g.invalidate(names, false)
 }
 
 // add guards h from now on: armDelay later, unless it was given back, a
 // round reads its presence, which starts the tracking of its key.
 func (g *guard) add(h *Hold) {
 	key := h.cfg.Presence.Key
-	if g == nil || key == "" {
+	if !g.tracked() || key == "" {
 		return
 	}
 	g.mu.Lock()
-	if g.keys[key] == nil {
-		g.keys[key] = make(map[*Hold]struct{})
+	hs := g.keys[key]
+	if hs == nil {
+		// The usual case, one hold on a key, costs no allocation: the
+		// hold lends its own array.
+		hs = h.alone[:0:1]
 	}
-	g.keys[key][h] = struct{}{}
-	if len(g.arming) == 0 {
+	h.guardAt = len(hs)
+	g.keys[key] = append(hs, h)
+	first := len(g.arming) == 0
+	if first {
 		g.armAt = time.Now().Add(armDelay)
 	}
 	g.arming = append(g.arming, h)
 	g.mu.Unlock()
-	g.notify()
+	if first {
+		// The arming timer is set for the first of a batch: the others
+		// are read with it.
+		g.notify()
+	}
 }
 
 // remove stops guarding h.
@@ -92,17 +160,27 @@ func (g *guard) remove(h *Hold) {
 		return
 	}
 	g.mu.Lock()
-	if hs := g.keys[key]; hs != nil {
-		delete(hs, h)
-		if len(hs) == 0 {
-			delete(g.keys, key)
-		}
+	defer g.mu.Unlock()
+	hs, i := g.keys[key], h.guardAt
+	if i < 0 || i >= len(hs) || hs[i] != h {
+		return
 	}
-	g.mu.Unlock()
+	last := len(hs) - 1
+	if i != last {
+		hs[i] = hs[last]
+		hs[i].guardAt = i
+	}
+	hs[last] = nil
+	h.guardAt = -1
+	if last == 0 {
+		delete(g.keys, key)
+	} else {
+		g.keys[key] = hs[:last]
+	}
 }
 
-// invalidate takes the hint that keys changed; nil keys: the whole cache
-// was flushed (FLUSHALL, FLUSHDB, a lost connection).
+// invalidate takes the hint that keys changed; all: every key (the cache
+// was flushed, or a tracking connection was made again).
 func (g *guard) invalidate(keys []string, all bool) {
 	if g == nil {
 		return
@@ -123,6 +201,14 @@ func (g *guard) invalidate(keys []string, all bool) {
 	}
 }
 
+// rehint has h's key read again: a release of h that Redis did not
+// confirm may have let an invalidation pass unread.
+func (g *guard) rehint(h *Hold) {
+	if key := h.cfg.Presence.Key; g.tracked() && key != "" {
+		g.invalidate([]string{key}, false)
+	}
+}
+
 // later marks key for the round after a failed read, which the backoff
 // timer starts: a notify would start it at once, a busy loop while Redis
 // is unreachable.
@@ -140,13 +226,17 @@ func (g *guard) notify() {
 	}
 }
 
-// close stops the guard and waits for its goroutine.
+// close stops the guard, waits for its goroutine and closes its
+// connections. A connection being made when it is called (on a single
+// Redis rueidis dials without a ctx) is waited for, up to the rueidis
+// client's dial timeout.
 func (g *guard) close() {
 	if g == nil {
 		return
 	}
 	g.stop()
 	<-g.done
+	g.t.close()
 }
 
 func (g *guard) run() {
@@ -198,36 +288,53 @@ func (g *guard) armDue() {
 	if now.Before(g.armAt) {
 		return
 	}
-	for _, h := range g.arming {
-		if _, ok := g.keys[h.cfg.Presence.Key][h]; ok {
+	for i, h := range g.arming {
+		if h.guardAt >= 0 {
 			g.pending[h.cfg.Presence.Key] = struct{}{}
 		}
+		g.arming[i] = nil
 	}
-	g.arming = nil
+	g.arming = g.arming[:0]
 }
 
-// hinted takes the holds whose keys were hinted at since the last round,
-// by key.
-func (g *guard) hinted() []keyHolds {
+// due takes the keys hinted at since the last round with the holds on each
+// that may be read, marking each hold read (see Hold.beginRead) until done
+// is closed. A key none of whose holds may be read is not read at all.
+func (g *guard) due() (khs []keyHolds, done chan struct{}) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var out []keyHolds
-	for key, set := range g.keys {
-		if _, ok := g.pending[key]; !ok && !g.all {
-			continue
+	keys := g.pending
+	if g.all {
+		keys = make(map[string]struct{}, len(g.keys))
+		for key := range g.keys {
+			keys[key] = struct{}{}
+		}
+	}
+	for key := range keys {
+		set := g.keys[key]
+		if len(set) == 0 {
+			continue // given back since the hint
+		}
+		if done == nil {
+			done = make(chan struct{})
 		}
 		kh := keyHolds{key: key}
-		for h := range set {
+		for _, h := range set {
+			if !h.beginRead(done) {
+				continue // being released, or lost: never read again
+			}
 			if h.cfg.Presence.Members != nil {
 				kh.zset = true
 			}
 			kh.holds = append(kh.holds, h)
 		}
-		out = append(out, kh)
+		if len(kh.holds) > 0 {
+			khs = append(khs, kh)
+		}
 	}
 	clear(g.pending)
 	g.all = false
-	return out
+	return khs, done
 }
 
 // keyHolds are the holds on one key, read together: one HMGET of their
@@ -252,19 +359,45 @@ func (kh keyHolds) names() []string {
 }
 
 // round reads the presence of every hinted hold, one read per key, in one
-// pipeline, and reports those found gone lost. It returns whether some
-// reads failed: their keys are hinted at again, for a round after a backoff.
+// pipeline per node, and reports those found gone lost. It returns whether
+// some reads failed: their keys are hinted at again, for a round after a
+// backoff.
 func (g *guard) round() (failed bool) {
-	khs := g.hinted()
+	khs, done := g.due()
+	if done == nil {
+		return false
+	}
+	defer func() {
+		for _, kh := range khs {
+			for _, h := range kh.holds {
+				h.endRead(done)
+			}
+		}
+		close(done)
+	}()
 	if len(khs) == 0 {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(g.ctx, confirmTimeout)
 	defer cancel()
-	for i, r := range g.read(ctx, khs) {
+	reads := make([]rueidis.Completed, len(khs))
+	for i, kh := range khs {
+		reads[i] = presenceRead(g.t.rc, kh)
+	}
+	res, again := g.t.read(ctx, reads)
+	if len(again) > 0 {
+		// A connection was made again: what the last one tracked is
+		// tracked no more, and its invalidations were lost.
+		g.invalidate(nil, true)
+	}
+	for i, r := range res {
 		kh := khs[i]
 		gone, err := absent(r, kh)
-		if err != nil && retry.Classify(err) != retry.Final {
+		if errors.Is(err, errUntracked) {
+			g.refuse(err)
+			return false
+		}
+		if err != nil && retry.Classify(err) != retry.Final || isMoved(err) {
 			failed = true
 			g.later(kh.key)
 			continue
@@ -283,48 +416,14 @@ func (g *guard) round() (failed bool) {
 	return failed
 }
 
-// read reads the presence of the holds of each key in one pipeline, as
-// reads that Redis tracks for the connection (CLIENT CACHING YES before
-// each: rueidis opts in to tracking). On one connection (a single Redis,
-// Sentinel) that is two commands a key; in Redis Cluster, where a command
-// without a key could go to another node than the read it opts in for,
-// rueidis' own cached reads, five (CLIENT CACHING YES, MULTI, PTTL, the
-// read, EXEC).
-func (g *guard) read(ctx context.Context, khs []keyHolds) []rueidis.RedisResult {
-	if g.rc.Mode() == rueidis.ClientModeCluster {
-		cmds := make([]rueidis.CacheableTTL, len(khs))
-		for i, kh := range khs {
-			cmds[i] = rueidis.CT(presenceCmd(g.rc, kh), g.ttl)
-		}
-		return g.rc.DoMultiCache(ctx, cmds...)
-	}
-	cmds := make(rueidis.Commands, 0, 2*len(khs))
-	for _, kh := range khs {
-		// rueidis writes a DoMulti's commands in a row on its connection:
-		// nothing comes between the opt-in and its read.
-		cmds = append(cmds, g.rc.B().ClientCaching().Yes().Build(), presenceRead(g.rc, kh))
-	}
-	res := g.rc.DoMulti(ctx, cmds...)
-	out := make([]rueidis.RedisResult, len(khs))
-	for i := range khs {
-		out[i] = res[2*i+1]
-		if err := res[2*i].Error(); err != nil {
-			out[i] = res[2*i] // not tracked: the read's answer cannot stand
-		}
-	}
-	return out
+// isMoved reports whether err is a MOVED or ASK reply: the key lives on
+// another node, where it is read again.
+func isMoved(err error) bool {
+	return retry.HasCode(err, "MOVED") || retry.HasCode(err, "ASK")
 }
 
-// presenceCmd is the read of the holds of one key: HMGET of their fields,
+// presenceRead is the read of the holds of one key: HMGET of their fields,
 // or ZMSCORE of their members.
-func presenceCmd(rc rueidis.Client, kh keyHolds) rueidis.Cacheable {
-	if kh.zset {
-		return rc.B().Zmscore().Key(kh.key).Member(kh.names()...).Cache()
-	}
-	return rc.B().Hmget().Key(kh.key).Field(kh.names()...).Cache()
-}
-
-// presenceRead is the same read, to send after CLIENT CACHING YES.
 func presenceRead(rc rueidis.Client, kh keyHolds) rueidis.Completed {
 	if kh.zset {
 		return rc.B().Zmscore().Key(kh.key).Member(kh.names()...).Build()
@@ -332,7 +431,7 @@ func presenceRead(rc rueidis.Client, kh keyHolds) rueidis.Completed {
 	return rc.B().Hmget().Key(kh.key).Field(kh.names()...).Build()
 }
 
-// absent reads the reply to presenceCmd(kh): whether each hold is gone
+// absent reads the reply to presenceRead(kh): whether each hold is gone
 // (any of its members missing, for a semaphore's).
 func absent(r rueidis.RedisResult, kh keyHolds) ([]bool, error) {
 	vals, err := r.ToArray()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -80,16 +81,23 @@ type Hold struct {
 
 	mu        sync.Mutex
 	state     state
-	err       error // why the hold was lost
-	leases    int   // Leases not yet released
-	releasing bool  // the last Lease's release is in flight: not renewed
-	timer     *time.Timer
-	deadline  time.Time
-	keeper    *Keeper
-	since     time.Time       // when the hold was made
-	ctx       context.Context // parent of the Leases' contexts, cancelled when the hold ends
-	cancel    context.CancelCauseFunc
-	lost      chan struct{}
+	err       error         // why the hold was lost
+	leases    int           // Leases not yet released
+	releasing bool          // the last Lease's release is in flight: not renewed, not read
+	reading   chan struct{} // closed when the guard's read of the hold in flight ends
+	aborts    []*abort      // releases in flight, ended when the hold is lost
+	// guardAt is the hold's place among the guard's holds of its key, -1
+	// when not guarded; alone is the array of that slice while the hold is
+	// the first on its key. The guard's lock guards both.
+	guardAt  int
+	alone    [1]*Hold
+	timer    *time.Timer
+	deadline time.Time
+	keeper   *Keeper
+	since    time.Time       // when the hold was made
+	ctx      context.Context // parent of the Leases' contexts, cancelled when the hold ends
+	cancel   context.CancelCauseFunc
+	lost     chan struct{}
 }
 
 var _ access.Hold = (*Hold)(nil)
@@ -113,7 +121,7 @@ func NewGroupScope() Scope { return Scope{Kind: "group", Group: groups.Add(1)} }
 // NewHold returns a held Hold with no Lease yet. Hand it to Keeper.Track, then
 // create its first Lease with NewLease.
 func NewHold(cfg HoldConfig) *Hold {
-	h := &Hold{cfg: cfg}
+	h := &Hold{cfg: cfg, guardAt: -1}
 	if cfg.Observer != nil {
 		h.since = time.Now()
 	}
@@ -271,8 +279,12 @@ func (h *Hold) Lose(cause error) {
 	}
 	// From here Lost() made afresh returns a closed channel; one made
 	// before is closed below.
-	ch, k := h.lost, h.keeper
+	ch, k, aborts := h.lost, h.keeper, h.aborts
+	h.aborts = nil
 	h.mu.Unlock()
+	for _, a := range aborts {
+		a.cancel()
+	}
 	if k != nil {
 		k.forget(h)
 	}
@@ -356,6 +368,9 @@ func (h *Hold) renewable() bool {
 // ReleaseTimeout, so a holder whose request ctx has ended still frees the
 // lock. If Redis cannot be reached in that time, the Lease stays held and
 // releasable: Release reports it, and a later Release (or Close) tries again.
+// A hold lost before the release is confirmed (its local deadline passed
+// during a partition) returns at once an error wrapping lease.ErrNotHeld and
+// the loss's cause.
 func (h *Hold) Release(ctx context.Context, token uint64, since time.Time) error {
 	err := h.release(ctx)
 	h.observe(lease.Event{Kind: lease.Released, Token: token, Held: time.Since(since), Err: err, Context: ctx})
@@ -363,20 +378,28 @@ func (h *Hold) Release(ctx context.Context, token uint64, since time.Time) error
 }
 
 func (h *Hold) release(ctx context.Context) error {
-	last, err := h.take()
+	last, reading, err := h.take()
 	if err != nil {
 		return err
 	}
-	rctx := ctx
-	if ctx.Done() != nil {
-		// A ctx that can end (a request's): detach from it, bounded by a
-		// timeout of our own. One that cannot (context.Background, the
-		// usual defer) costs nothing more: its retries are bounded below.
-		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
-		defer cancel()
+	rctx, cancel := h.releaseContext(ctx)
+	defer cancel()
+	if reading != nil {
+		// The guard is reading the hold: Redis would keep tracking its
+		// key for good if the read came after the release's DEL.
+		select {
+		case <-reading:
+		case <-rctx.Done():
+		}
 	}
-	err = h.releaseRetrying(rctx, last)
+	if err = rctx.Err(); err == nil {
+		err = h.releaseRetrying(rctx, last)
+	}
+	if lost := h.lostErr(); err != nil && lost != nil {
+		// Lost before the release was confirmed: there is nothing left
+		// to free, and the caller hears it at once.
+		return lost
+	}
 	switch {
 	case errors.Is(err, lease.ErrNotHeld):
 		// Redis says the owner held nothing: the lease ran out before we knew.
@@ -391,22 +414,132 @@ func (h *Hold) release(ctx context.Context) error {
 	return nil
 }
 
-// take counts one Lease's release and reports whether it is the last; it
-// fails, wrapping lease.ErrNotHeld, when the hold was lost.
-func (h *Hold) take() (last bool, err error) {
+// releaseContext is the context of a release, and the function that ends
+// it: detached from ctx's cancellation, so that a request's ctx that has
+// ended still frees the lock; bounded by ReleaseTimeout when ctx can end
+// (the retries are bounded anyway); done as soon as the hold is lost, when
+// there is nothing left to free.
+//
+// With context.Background or TODO, the usual defer, it is the hold itself
+// (lossCtx), which costs no allocation and whose deadline, the hold's own,
+// keeps rueidis on its connection's fast path (a context that can be
+// cancelled and has no deadline moves a connection used by one goroutine to
+// its slower queue).
+func (h *Hold) releaseContext(ctx context.Context) (context.Context, func()) {
+	if ctx == context.Background() || ctx == context.TODO() {
+		return (*lossCtx)(h), func() {}
+	}
+	var rctx context.Context
+	var cancel context.CancelFunc
+	if ctx.Done() != nil {
+		rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+	} else {
+		rctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+	}
+	a := &abort{cancel: cancel}
+	h.mu.Lock()
+	if h.state == lost {
+		cancel()
+	} else {
+		h.aborts = append(h.aborts, a)
+	}
+	h.mu.Unlock()
+	return rctx, func() {
+		h.mu.Lock()
+		h.aborts = slices.DeleteFunc(h.aborts, func(o *abort) bool { return o == a })
+		h.mu.Unlock()
+		cancel()
+	}
+}
+
+// abort ends a release's context when its hold is lost (Lose).
+type abort struct{ cancel context.CancelFunc }
+
+// lossCtx is a Hold seen as the context of its release: done when the hold
+// is lost, its deadline the hold's local deadline (when it is lost unless
+// renewed, and a release stops renewals), no values.
+type lossCtx Hold
+
+func (c *lossCtx) Done() <-chan struct{} { return (*Hold)(c).Lost() }
+func (c *lossCtx) Value(any) any         { return nil }
+
+func (c *lossCtx) Deadline() (time.Time, bool) {
+	d := (*Hold)(c).Deadline()
+	return d, !d.IsZero()
+}
+
+func (c *lossCtx) Err() error {
+	h := (*Hold)(c)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.state == lost:
+		return context.Canceled
+	case !h.deadline.IsZero() && !time.Now().Before(h.deadline):
+		// Past it, the hold is as good as lost: rueidis must not be sent
+		// off with a deadline already gone, which would cut its
+		// connection.
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// lostErr is the error of a release of a lost hold, nil while it is not
+// lost: it wraps lease.ErrNotHeld and the loss's cause (lease.ErrLost or
+// lease.ErrClosed).
+func (h *Hold) lostErr() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.state != lost {
+		return nil
+	}
+	return Errorf("release", h.cfg.Name, "%w: %w", lease.ErrNotHeld, h.err)
+}
+
+// take counts one Lease's release and reports whether it is the last, and
+// for the last, the end of a read of the guard's in flight, if any (see
+// beginRead); it fails, wrapping lease.ErrNotHeld, when the hold was lost.
+func (h *Hold) take() (last bool, reading <-chan struct{}, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.leases--
 	if h.state == lost {
-		return false, Errorf("release", h.cfg.Name, "%w: %w", lease.ErrNotHeld, h.err)
+		return false, nil, Errorf("release", h.cfg.Name, "%w: %w", lease.ErrNotHeld, h.err)
 	}
 	// Decided under the lock: of two reentrant leases released at once,
 	// exactly one is the last.
 	last = h.leases == 0
-	// Stop renewing first: a renewal that runs after the release would
-	// report the owner gone.
+	// Stop renewing and reading first: a renewal that runs after the
+	// release would report the owner gone, and a read would track a key
+	// gone for good.
 	h.releasing = last
-	return last, nil
+	if last {
+		reading = h.reading
+	}
+	return last, reading, nil
+}
+
+// beginRead marks the hold read by the guard until done is closed, unless
+// its last Lease's release has begun or it has ended: it returns false then,
+// and the guard reads it no more. The release waits for a read begun before
+// it (take).
+func (h *Hold) beginRead(done chan struct{}) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.state != held || h.releasing {
+		return false
+	}
+	h.reading = done
+	return true
+}
+
+// endRead ends the guard's read begun with done.
+func (h *Hold) endRead(done chan struct{}) {
+	h.mu.Lock()
+	if h.reading == done {
+		h.reading = nil
+	}
+	h.mu.Unlock()
 }
 
 // untake undoes take after a release Redis did not confirm (err): the lease
@@ -416,7 +549,12 @@ func (h *Hold) untake(err error) error {
 	h.mu.Lock()
 	h.leases++
 	h.releasing = false
+	k := h.keeper
 	h.mu.Unlock()
+	if k != nil {
+		// Invalidations of its key were let pass while it was released.
+		k.guard.rehint(h)
+	}
 	if !retry.Transient(err) {
 		return err // Redis' error reply, naming the lock
 	}

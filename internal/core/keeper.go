@@ -42,9 +42,10 @@ type Keeper struct {
 
 // NewKeeper starts a keeper that renews watchdog holds on rc every
 // watchdog/3, running the renewal scripts' sharded form when sharded is set
-// (see Options.Sharded). With tracking (rc's invalidations reach
-// Invalidate) it also guards every hold: see guard. Close stops it.
-func NewKeeper(rc rueidis.Client, watchdog time.Duration, sharded, tracking bool, opts ...KeeperOption) *Keeper {
+// (see Options.Sharded). Where the server offers CLIENT TRACKING it also
+// guards every hold (see guard), on a connection of its own per node; where
+// it does not, it warns of it through warn. Close stops it.
+func NewKeeper(rc rueidis.Client, watchdog time.Duration, sharded bool, warn func(error), opts ...KeeperOption) *Keeper {
 	ctx, stop := context.WithCancel(context.Background())
 	k := &Keeper{
 		rc:       rc,
@@ -54,7 +55,7 @@ func NewKeeper(rc rueidis.Client, watchdog time.Duration, sharded, tracking bool
 		stop:     stop,
 		done:     make(chan struct{}),
 		holds:    make(map[*Hold]struct{}),
-		guard:    newGuard(rc, watchdog, tracking),
+		guard:    newGuard(rc, warn),
 		places:   newPlaces(),
 	}
 	for _, o := range opts {
@@ -101,10 +102,9 @@ func (k *Keeper) Track(h *Hold, sent time.Time) error {
 	return nil
 }
 
-// Invalidate takes the hint that keys changed, from the Client's
-// invalidations; all: the whole client-side cache was flushed. Holds on
-// those keys have their presence read again.
-func (k *Keeper) Invalidate(keys []string, all bool) { k.guard.invalidate(keys, all) }
+// Tracked reports whether the keeper hears of a removal of its holds at
+// once: the server offers it CLIENT TRACKING (see guard).
+func (k *Keeper) Tracked() bool { return k.guard.tracked() }
 
 // Len is the number of holds kept.
 func (k *Keeper) Len() int {
@@ -346,7 +346,13 @@ func (k *Keeper) Close(ctx context.Context) {
 	k.mu.Unlock()
 	k.stop()
 	<-k.done
-	k.guard.close()
+	// The guard may be making a connection, which rueidis dials without a
+	// ctx: it ends while the locks are released, not before.
+	guarded := make(chan struct{})
+	go func() {
+		defer close(guarded)
+		k.guard.close()
+	}()
 
 	// Holders hear first, so they stop working before anyone else can take
 	// the lock; then the locks are freed rather than left to run out.
@@ -362,4 +368,5 @@ func (k *Keeper) Close(ctx context.Context) {
 		})
 	}
 	_ = g.Wait()
+	<-guarded
 }

@@ -134,16 +134,19 @@ func (e *Engine) TryAcquire(ctx context.Context) (*lease.Lease, error) {
 	return e.observed(ctx, opTryAcquire, false)
 }
 
-// AcquireAsync starts Acquire in a goroutine the Client waits for on Close.
+// AcquireAsync starts Acquire in a goroutine the Client waits for on Close,
+// which ends its attempts when Close's time is up (see bound).
 func (e *Engine) AcquireAsync(ctx context.Context) *lease.Future {
 	if e.client == nil {
 		f, run := core.NewFuture(ctx, e.Acquire)
 		run() // fails at once: no client
 		return f
 	}
+	ctx, stop := bound(ctx, e.clients())
 	f, run := core.NewFuture(ctx, e.Acquire)
-	if !goJoined(e.clients(), run) {
+	if !goJoined(e.clients(), func() { defer stop(); run() }) {
 		run() // fails at once: the Client is closed
+		stop()
 	}
 	return f
 }
@@ -447,11 +450,11 @@ func (e *Engine) cleanup(owner string) {
 // releaseNow undoes a won attempt that cannot be kept (its replicas did not
 // acknowledge it, or the Client is closing). It runs in the background, so
 // that Acquire returns by its ctx's deadline while Redis is slow to answer
-// (a failover), and Close waits for it; once Close has begun it runs before
-// returning, bounded by ReleaseTimeout.
+// (a failover), and Close waits for it, within its own bound; once Close has
+// begun it runs before returning, bounded by ReleaseTimeout and Close's.
 func (e *Engine) releaseNow(owner string) {
 	undo := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), core.ReleaseTimeout)
+		ctx, cancel := context.WithTimeout(e.client.Closing(), core.ReleaseTimeout)
 		defer cancel()
 		e.undo(ctx, owner)
 	}
@@ -481,7 +484,12 @@ func (e *Engine) undo(ctx context.Context, owner string) {
 	})
 }
 
-// ctxErr is the error of an acquisition whose ctx ended.
+// ctxErr is the error of an acquisition whose ctx ended: one wrapping
+// lease.ErrClosed once the Client is closing (which also ends the ctx of an
+// AcquireAsync: see bound).
 func (e *Engine) ctxErr(ctx context.Context, op string, last error) error {
+	if e.client != nil && e.client.Err() != nil {
+		return e.Check(op)
+	}
 	return core.CtxErr(ctx, op, e.name, last)
 }

@@ -97,6 +97,28 @@ func (g Group) Go(f func()) {
 	}
 }
 
+// Bound returns a context derived from ctx that also ends when the time of
+// the Close of any Client of the group is up (core.Client.Closing), and the
+// function that releases it: an acquisition in a goroutine Close waits for
+// (AcquireAsync's) must end by then, even with a script in flight.
+func (g Group) Bound(ctx context.Context) (context.Context, func()) { return bound(ctx, g.cs) }
+
+func bound(ctx context.Context, cs []*core.Client) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	stops := make([]func() bool, 0, len(cs))
+	for _, c := range cs {
+		if c.Err() == nil { // a closed Client fails the calls on it by itself
+			stops = append(stops, context.AfterFunc(c.Closing(), cancel))
+		}
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
+
 // goJoined runs f in a goroutine counted by every Client in cs, and reports
 // false, running nothing, when one of them is closed.
 func goJoined(cs []*core.Client, f func()) bool {

@@ -27,16 +27,16 @@ func (e *Engine) Fail(op string, err error) error {
 	return e.redisErr(op, err)
 }
 
-// IsLocked reports whether the lock hash holds any field, reading through the
-// client-side cache: no round trip while the cached answer stands. The
-// answer can lag a write to the lock by a few milliseconds, this Client's own
-// or another's: Redis sends the invalidation just after the write.
+// IsLocked reports whether the lock hash holds any field: one round trip.
+// It does not read through the client-side cache: Redis would keep tracking
+// the name of a free lock until it is next written, which a name used once
+// never is (see guard, in internal/core).
 func (e *Engine) IsLocked(ctx context.Context) (bool, error) {
 	rc, err := e.Redis("inspect")
 	if err != nil {
 		return false, err
 	}
-	n, err := rc.DoCache(ctx, rc.B().Hlen().Key(e.name).Cache(), time.Minute).AsInt64()
+	n, err := rc.Do(ctx, rc.B().Hlen().Key(e.name).Build()).AsInt64()
 	return n > 0, e.Fail("inspect", err)
 }
 

@@ -37,7 +37,8 @@ type Hub struct {
 	byKey   map[string][]*topic // lock key -> topics woken by its invalidation
 	closing map[string]*topic   // channel -> topic still unsubscribing
 	closed  bool
-	done    chan struct{} // closed by Close
+	done    chan struct{}   // closed by Close
+	quit    context.Context // bounds the unsubscriptions once Close has begun
 	wg      sync.WaitGroup
 
 	warn    func(error) // hears the hub's warnings; nil for none
@@ -56,6 +57,7 @@ func NewHub(rc rueidis.Client, tracking bool, opts ...HubOption) *Hub {
 		byKey:    make(map[string][]*topic),
 		closing:  make(map[string]*topic),
 		done:     make(chan struct{}),
+		quit:     context.Background(),
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -393,8 +395,11 @@ func (h *Hub) receive(hook context.Context, t *topic) {
 // waiter watches are dropped meanwhile.
 func (h *Hub) unsubscribe(t *topic) {
 	b := retry.Backoff(50*time.Millisecond, time.Second)
+	h.mu.Lock()
+	quit := h.quit
+	h.mu.Unlock()
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ctx, cancel := context.WithTimeout(quit, time.Second)
 		err := h.rc.Do(ctx, h.probeCmd(t.channel)).Error()
 		if !retry.IsBusy(err) {
 			// PONG, or a reply rueidis reads right (NOPERM, LOADING),
@@ -545,12 +550,15 @@ func (h *Hub) Stats() Stats {
 	return s
 }
 
-// Close drops every subscription and waits for the hub's goroutines to end.
-// Waiters still registered are woken; later Watch calls return ErrClosed.
-func (h *Hub) Close() {
+// Close drops every subscription and waits for the hub's goroutines to end,
+// giving up the UNSUBSCRIBEs Redis has not answered when ctx ends (a closed
+// connection drops them anyway). Waiters still registered are woken; later
+// Watch calls return ErrClosed.
+func (h *Hub) Close(ctx context.Context) {
 	h.mu.Lock()
 	if !h.closed {
 		h.closed = true
+		h.quit = ctx
 		close(h.done)
 		for _, t := range h.topics {
 			h.wakeAll(t)

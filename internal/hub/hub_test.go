@@ -37,7 +37,7 @@ func newHub(t *testing.T, addr string) (*hub.Hub, rueidis.Client) {
 	}
 	h = hub.NewHub(rc, true)
 	close(ready)
-	t.Cleanup(func() { h.Close(); rc.Close() })
+	t.Cleanup(func() { h.Close(context.Background()); rc.Close() })
 	return h, rc
 }
 
@@ -230,7 +230,7 @@ func TestWatchAfterClose(t *testing.T) {
 	srv := redistest.Start(t)
 	h, _ := newHub(t, srv.Addr())
 	w := watchReady(t, h, "ch", "")
-	h.Close()
+	h.Close(context.Background())
 	if !woken(w, time.Second) {
 		t.Fatal("Close did not wake a registered waiter")
 	}
