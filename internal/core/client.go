@@ -133,10 +133,20 @@ func (c *Client) Close() {
 		defer c.drain()
 		c.keeper.Close(c.closing)
 		c.wg.Wait()
-		c.hub.Close(c.closing)
-		if c.owned {
-			c.rc.Close()
+		if !c.owned {
+			c.hub.Close(c.closing) // the connections stay: unsubscribe
+			return
 		}
+		// Closing the connections drops their subscriptions: the hub's
+		// unsubscriptions and rueidis' close, each of which may wait a second
+		// for a silent server, run side by side and share that second.
+		hubClosed := make(chan struct{})
+		go func() {
+			defer close(hubClosed)
+			c.hub.Close(c.closing)
+		}()
+		c.rc.Close()
+		<-hubClosed
 	})
 }
 
