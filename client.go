@@ -3,6 +3,7 @@ package leasehold
 import (
 	"fmt"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/redis/rueidis"
 
@@ -13,12 +14,15 @@ import (
 // Client is a connection to Redis shared by every lock made from it: one
 // rueidis client, a unique ID (the owner prefix in Redis), the hub that wakes
 // waiters and the keeper that renews leases. It is safe for concurrent use;
-// make one per process and Close it on the way out. Its state is kept in a
-// package the lock kinds share.
-type Client core.Client
+// make one per process and Close it on the way out.
+type Client struct {
+	// c is the Client's state, and the Client's only field: the lock kinds
+	// read it through a pointer to the Client (internal/clientcore).
+	c core.Client
+}
 
 // core is the Client's state, as the lock kinds run on it.
-func (c *Client) core() *core.Client { return (*core.Client)(c) }
+func (c *Client) core() *core.Client { return &c.c }
 
 // Open dials Redis with rueidis' own options (addresses, auth, TLS, sentinel,
 // cluster) and wraps the new client. It fails, with an error wrapping
@@ -87,7 +91,7 @@ func newClient(rc rueidis.Client, owned, tracking bool, o options) (*Client, err
 	for _, w := range s.warnings() {
 		c.Warn(w)
 	}
-	return (*Client)(c), nil
+	return (*Client)(unsafe.Pointer(c)), nil
 }
 
 // New wraps a rueidis client the caller already has; Close leaves it open,
@@ -156,6 +160,9 @@ type Stats struct {
 // Stats returns the Client's counters. It costs no round trip.
 func (c *Client) Stats() Stats {
 	cc := c.core()
+	if cc.Redis() == nil {
+		return Stats{} // a Client not made by Open or New
+	}
 	k, h := cc.Keeper(), cc.Hub().Stats()
 	return Stats{Leases: k.Len(), RenewalRounds: k.Rounds(), Subscriptions: h.Subscriptions,
 		Waiters: h.Waiters, Wakeups: h.Wakeups, MemoryPolicy: cc.Options().MemoryPolicy, Tracking: k.Tracked()}

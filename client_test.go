@@ -276,3 +276,20 @@ func TestClientName(t *testing.T) {
 		}
 	}
 }
+
+// A Client not made by Open or New (a leasehold.Client{} of one's own)
+// fails the calls of its locks with ErrInvalid rather than panicking, and
+// closes as a Client with nothing to close.
+func TestZeroClient(t *testing.T) {
+	var c leasehold.Client
+	_, err := rlock.New(&c, "zero").TryAcquire(context.Background())
+	if !errors.Is(err, lease.ErrInvalid) {
+		t.Errorf("TryAcquire on a zero Client = %v; want ErrInvalid", err)
+	}
+	if s := c.Stats(); s != (leasehold.Stats{}) {
+		t.Errorf("Stats of a zero Client = %+v; want zero", s)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close of a zero Client = %v", err)
+	}
+}

@@ -148,20 +148,24 @@ func defaultName() string {
 // option of one kind given to a lock of another (WithQueueTimeout to an
 // rlock) fails the lock's first call with an error wrapping
 // lease.ErrInvalid that names the option.
-type LockOption = core.LockOption
+type LockOption struct {
+	// o is the option, and LockOption's only field: the lock kinds read
+	// a []LockOption as the options' (internal/clientcore).
+	o core.LockOption
+}
 
 // WithLeaseTime sets a fixed lease with no watchdog: the lock expires d after
 // it was taken unless released first (Redisson's lock(leaseTime)), and the
 // Lease's Lost closes just before. d must be at least 10ms. Every kind takes
 // it. Default: watchdog, 30s (WithWatchdog).
 func WithLeaseTime(d time.Duration) LockOption {
-	return core.NewLockOption("leasehold.WithLeaseTime", 0, func(c *core.LockConfig) {
+	return LockOption{core.NewLockOption("leasehold.WithLeaseTime", 0, func(c *core.LockConfig) {
 		if d < minLease {
 			c.Err = fmt.Errorf("%w: lease time %v is shorter than %v", lease.ErrInvalid, d, minLease)
 			return
 		}
 		c.LeaseTime = d
-	})
+	})}
 }
 
 // WithHoldAtLeast keeps a lock taken, by no holder, until d after its
@@ -176,13 +180,13 @@ func WithLeaseTime(d time.Duration) LockOption {
 // permits count holders, not runs, and an election's terms are not runs.
 // Default: none.
 func WithHoldAtLeast(d time.Duration) LockOption {
-	return core.NewLockOption("leasehold.WithHoldAtLeast", core.TakesHoldAtLeast, func(c *core.LockConfig) {
+	return LockOption{core.NewLockOption("leasehold.WithHoldAtLeast", core.TakesHoldAtLeast, func(c *core.LockConfig) {
 		if d <= 0 {
 			c.Err = fmt.Errorf("%w: hold-at-least %v is not positive", lease.ErrInvalid, d)
 			return
 		}
 		c.HoldAtLeast = d
-	})
+	})}
 }
 
 // WithQueueTimeout sets how long a waiter of a fair lock (fairqueue) keeps its
@@ -191,19 +195,19 @@ func WithHoldAtLeast(d time.Duration) LockOption {
 // place well within it. Only fairqueue takes it. Default: 5s (Redisson's
 // threadWaitTime).
 func WithQueueTimeout(d time.Duration) LockOption {
-	return core.NewLockOption("leasehold.WithQueueTimeout", core.TakesQueueTimeout, func(c *core.LockConfig) {
+	return LockOption{core.NewLockOption("leasehold.WithQueueTimeout", core.TakesQueueTimeout, func(c *core.LockConfig) {
 		if d <= 0 {
 			c.Err = fmt.Errorf("%w: queue timeout %v is not positive", lease.ErrInvalid, d)
 			return
 		}
 		c.QueueTimeout = d
-	})
+	})}
 }
 
 // WithWriterPreference makes a read-write lock (rw) hold back new readers
 // while a writer waits, so a stream of readers cannot starve writers. Only
 // rw takes it. Default: no preference, as Redisson.
 func WithWriterPreference() LockOption {
-	return core.NewLockOption("leasehold.WithWriterPreference", core.TakesWriterPreference,
-		func(c *core.LockConfig) { c.WriterPreference = true })
+	return LockOption{core.NewLockOption("leasehold.WithWriterPreference", core.TakesWriterPreference,
+		func(c *core.LockConfig) { c.WriterPreference = true })}
 }

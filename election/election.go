@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/clientcore"
 	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/internal/engine"
 	"github.com/leasehold/leasehold/internal/lua"
@@ -27,8 +28,7 @@ type Election struct {
 // New returns the election name on c. Options: leasehold.WithLeaseTime for
 // terms of a fixed length instead of the watchdog's.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Election {
-	cc := (*core.Client)(c)
-	cfg := cc.LockConfig(opts, 0)
+	cc, cfg := clientcore.Lock(c, opts, 0)
 	s := lua.NewElection(name, cfg.Lua())
 	return &Election{c: cc, cfg: cfg, s: s, base: engine.New(cc, name, cfg, s.Campaign(""))}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/clientcore"
 	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/internal/engine"
 	"github.com/leasehold/leasehold/internal/lua"
@@ -30,8 +31,7 @@ var _ lease.Locker = (*Lock)(nil)
 // leasehold.WithQueueTimeout for how long a silent waiter keeps its place,
 // and leasehold.WithHoldAtLeast.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
-	cc := (*core.Client)(c)
-	cfg := cc.LockConfig(opts, core.TakesQueueTimeout|core.TakesHoldAtLeast)
+	cc, cfg := clientcore.Lock(c, opts, core.TakesQueueTimeout|core.TakesHoldAtLeast)
 	// The protocol is Redisson's RFairLock.
 	p := lua.NewFair(name, cfg.Lua())
 	e := engine.New(cc, name, cfg, p)

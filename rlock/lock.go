@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/clientcore"
 	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/internal/engine"
 	"github.com/leasehold/leasehold/internal/lua"
@@ -28,8 +29,7 @@ var _ lease.Locker = (*Lock)(nil)
 // New returns the reentrant lock name on c. Options: leasehold.WithLeaseTime
 // for a fixed lease instead of the watchdog, and leasehold.WithHoldAtLeast.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
-	cc := (*core.Client)(c)
-	cfg := cc.LockConfig(opts, core.TakesHoldAtLeast)
+	cc, cfg := clientcore.Lock(c, opts, core.TakesHoldAtLeast)
 	// The protocol is Redisson's RLock.
 	p := lua.NewLock(name, cfg.Lua())
 	e := engine.New(cc, name, cfg, p)

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/clientcore"
 	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/internal/engine"
 	"github.com/leasehold/leasehold/internal/lua"
@@ -31,8 +32,7 @@ type Lock struct {
 // and leasehold.WithWriterPreference to hold new readers back while a writer
 // waits.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
-	cc := (*core.Client)(c)
-	cfg := cc.LockConfig(opts, core.TakesWriterPreference)
+	cc, cfg := clientcore.Lock(c, opts, core.TakesWriterPreference)
 	// The protocols are Redisson's RReadWriteLock. Read and write leases are
 	// reentrant each within their own kind (the engine's scope); each
 	// protocol looks for the other's in the ctx.

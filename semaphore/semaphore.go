@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/clientcore"
 	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/internal/engine"
 	"github.com/leasehold/leasehold/internal/lua"
@@ -42,8 +43,7 @@ var _ lease.Locker = (*Semaphore)(nil)
 // New returns the semaphore name on c, its permits unset: Acquire waits until
 // TrySetPermits (or AddPermits) sets them. Options: leasehold.WithLeaseTime.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Semaphore {
-	cc := (*core.Client)(c)
-	cfg := cc.LockConfig(opts, 0)
+	cc, cfg := clientcore.Lock(c, opts, 0)
 	s := &Semaphore{c: cc, cfg: cfg, s: lua.NewSemaphore(name, cfg.Lua())}
 	s.e = s.engine(1, cfg)
 	s.bound = s.e.Bound()

@@ -44,6 +44,9 @@ func NewFuture[L comparable](ctx context.Context, acquire func(context.Context) 
 	}
 }
 
+// Started reports whether NewFuture made f: a zero Future is none.
+func (f *Future[L]) Started() bool { return f.done != nil }
+
 // Done is closed when the attempt has ended.
 func (f *Future[L]) Done() <-chan struct{} { return f.done }
 

@@ -123,6 +123,9 @@ func (c *Client) ID() string { return c.id }
 // rueidis client's dial timeout, if longer, when a connection is being
 // made: rueidis dials without a ctx). It may be called more than once.
 func (c *Client) Close() {
+	if c.rc == nil {
+		return // a zero Client: nothing was started
+	}
 	c.once.Do(func() {
 		c.mu.Lock()
 		c.closed = true

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"unsafe"
 
 	"github.com/leasehold/leasehold/internal/access"
 	"github.com/leasehold/leasehold/lease"
@@ -16,5 +17,12 @@ func NewFuture(ctx context.Context, acquire func(context.Context) (*lease.Lease,
 		defer cancel()
 		_ = l.Release(ctx) // best effort: a failed release lets the lease run out
 	})
-	return (*lease.Future)(f), run
+	return (*lease.Future)(unsafe.Pointer(f)), run
 }
+
+// AsLease is the Lease users hold for the state s. A lease.Lease is a
+// struct whose only field is an access.Lease, as a lease.Future's is an
+// access.Future: a pointer to the state is a pointer to the public value,
+// which lets the engine make one without a constructor users could call
+// (internal/access's TestLayout pins it).
+func AsLease(s *access.Lease) *lease.Lease { return (*lease.Lease)(unsafe.Pointer(s)) }

@@ -259,7 +259,7 @@ func (h *Hold) NewLease(parent context.Context, token uint64) (*lease.Lease, err
 	if h.cfg.Observer != nil {
 		since = time.Now()
 	}
-	return (*lease.Lease)(access.NewLease(h, parent, token, since)), nil
+	return AsLease(access.NewLease(h, parent, token, since)), nil
 }
 
 // Lose ends the hold as lost with cause: every Lease's context is cancelled,

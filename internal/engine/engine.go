@@ -80,6 +80,8 @@ func (e *Engine) Check(op string) error {
 	switch {
 	case e.client == nil:
 		return fail("%w: nil client", lease.ErrInvalid)
+	case e.client.Redis() == nil:
+		return fail("%w: a Client not made by leasehold.Open or New", lease.ErrInvalid)
 	case e.name == "":
 		return fail("%w: empty lock name", lease.ErrInvalid)
 	case e.cfg.Err != nil:
