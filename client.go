@@ -160,7 +160,7 @@ type Stats struct {
 // Stats returns the Client's counters. It costs no round trip.
 func (c *Client) Stats() Stats {
 	cc := c.core()
-	if cc.Redis() == nil {
+	if cc.Keeper() == nil {
 		return Stats{} // a Client not made by Open or New
 	}
 	k, h := cc.Keeper(), cc.Hub().Stats()

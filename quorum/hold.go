@@ -46,7 +46,7 @@ func (q *lock) newLease(ctx context.Context, members []*lease.Lease, links []*li
 		// The hold's TTL only bounds retries of Release, which never asks
 		// for one: the members retry their own releases.
 		TTL:     releaseTimeout,
-		Release: c.release,
+		Members: c,
 	})
 	// Chain the quorum Lease's context to the first member lease's, each
 	// member's to the next one's, the last to ctx.
@@ -193,12 +193,12 @@ func (c *claim) endLocked() []*lease.Lease {
 	return rest
 }
 
-// release is the hold's ReleaseFunc. Reentrant leases share the members, so
+// Release gives the hold up (core.Members). Reentrant leases share the members, so
 // only the last Lease (all) gives them up: every member at once. A member
 // whose node does not confirm in time stops renewing and runs out on its
 // own, so release reports only what it knows: the quorum was no longer held
 // (too many members were already gone), or nil.
-func (c *claim) release(ctx context.Context, _ string, all bool) error {
+func (c *claim) Release(ctx context.Context, _ string, all bool) error {
 	if !all {
 		return nil
 	}

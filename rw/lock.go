@@ -37,7 +37,7 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	// reentrant each within their own kind (the engine's scope); each
 	// protocol looks for the other's in the ctx.
 	r, w := lua.NewRead(name, cfg.Lua()), lua.NewWrite(name, cfg.Lua())
-	reads, writes := core.Scope{Client: cc, Kind: r.Kind()}, core.Scope{Client: cc, Kind: w.Kind()}
+	reads, writes := core.Scope{Client: cc, Kind: r.Is().Kind}, core.Scope{Client: cc, Kind: w.Is().Kind}
 	rp, wp := &readProtocol{r, writes}, &writeProtocol{w, reads, writes}
 	return &Lock{
 		read:  engine.New(cc, name, cfg, rp),

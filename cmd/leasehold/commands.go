@@ -169,9 +169,9 @@ func release(ctx context.Context, e env, name string, yes bool) error {
 		return err
 	}
 	switch {
-	case s.Kind == lua.KindNotLock:
+	case s.Shape == lua.ShapeNotLock:
 		return fmt.Errorf("%s is a Redis %s, not a lock: left alone", name, s.Type)
-	case s.Kind == lua.KindSemaphore:
+	case s.Shape == lua.ShapeSemaphore:
 		return fmt.Errorf("%s is a semaphore: its permits come back when their leases end; release takes none: left alone", name)
 	case !s.Held() && s.KeptBy == "":
 		fmt.Fprintf(e.stdout, "%s is not held: nothing to release\n", name)
@@ -208,7 +208,7 @@ func release(ctx context.Context, e env, name string, yes bool) error {
 		fmt.Fprintf(e.stdout, "%s was released meanwhile: nothing to release\n", name)
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "released %s (%s); its waiters were woken\n", name, s.Kind)
+	fmt.Fprintf(e.stdout, "released %s (%s); its waiters were woken\n", name, s.Shape)
 	return nil
 }
 
@@ -225,7 +225,7 @@ func list(ctx context.Context, e env, pattern string, count int64, asJSON bool) 
 	}
 	var locks []*lock
 	for _, s := range states {
-		if s.Kind != lua.KindNotLock && (s.Held() || s.KeptBy != "" || len(s.Waiters) > 0) {
+		if s.Shape != lua.ShapeNotLock && (s.Held() || s.KeptBy != "" || len(s.Waiters) > 0) {
 			locks = append(locks, &lock{State: s})
 		}
 	}

@@ -127,8 +127,8 @@ type waiterJSON struct {
 }
 
 // kindJSON is a kind as -json names it: one word.
-func kindJSON(k lua.Kind) string {
-	if k == lua.KindNotLock {
+func kindJSON(k lua.Shape) string {
+	if k == lua.ShapeNotLock {
 		return "not_a_lock"
 	}
 	return k.String()
@@ -138,7 +138,7 @@ func kindJSON(k lua.Kind) string {
 func toJSON(s *lock) lockJSON {
 	j := lockJSON{
 		Name:           s.Name,
-		Kind:           kindJSON(s.Kind),
+		Kind:           kindJSON(s.Shape),
 		RedisType:      s.Type,
 		Token:          s.Token,
 		Holders:        make([]holderJSON, 0, len(s.Holders)),
@@ -146,7 +146,7 @@ func toJSON(s *lock) lockJSON {
 		WaitingWriters: make([]waiterJSON, 0, len(s.Writers)),
 		Time:           s.At.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
 	}
-	if s.Kind == lua.KindRW {
+	if s.Shape == lua.ShapeRW {
 		j.Mode = &s.Mode
 	}
 	if l := s.Leader; l != nil {
@@ -165,7 +165,7 @@ func toJSON(s *lock) lockJSON {
 	}
 	for _, h := range s.Holders {
 		hj := holderJSON{Owner: h.Owner, Count: h.Count, Write: h.Write, Client: clientToJSON(s.conn(h.Owner))}
-		if s.Kind == lua.KindRW && !h.Write {
+		if s.Shape == lua.ShapeRW && !h.Write {
 			hj.ReadsTTLms = make([]int64, len(h.Reads))
 			for i, d := range h.Reads {
 				hj.ReadsTTLms[i] = millis(d)

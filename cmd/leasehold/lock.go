@@ -37,14 +37,14 @@ func readState(ctx context.Context, rc rueidis.Client, name string) (*lock, erro
 // way its kind does, through the scripts leasehold's own ForceRelease runs.
 // It reports whether there was a lock to delete.
 func forceRelease(ctx context.Context, rc rueidis.Client, s *lock) (bool, error) {
-	switch s.Kind {
-	case lua.KindRLock, lua.KindElection:
+	switch s.Shape {
+	case lua.ShapeRLock, lua.ShapeElection:
 		// The leader's next renewal finds NAME gone, deletes {NAME}:leader
 		// and tells the observers; the unlock message wakes a campaigner.
 		return lua.NewLock(s.Name, lua.Config{}).ForceRelease(ctx, rc)
-	case lua.KindFair:
+	case lua.ShapeFair:
 		return lua.NewFair(s.Name, lua.Config{}).ForceRelease(ctx, rc)
-	case lua.KindRW:
+	case lua.ShapeRW:
 		return lua.NewWrite(s.Name, lua.Config{}).ForceRelease(ctx, rc)
 	}
 	return false, nil

@@ -12,14 +12,14 @@ import (
 )
 
 // describe is the long name of each kind, as inspect shows it.
-var describe = map[lua.Kind]string{
-	lua.KindFree:      "free (no lock key)",
-	lua.KindRLock:     "rlock (reentrant lock)",
-	lua.KindFair:      "fair (fair lock, FIFO)",
-	lua.KindRW:        "rw (read-write lock)",
-	lua.KindElection:  "election (leader election: an rlock and its leader key)",
-	lua.KindSemaphore: "semaphore (permits, Redisson's RPermitExpirableSemaphore)",
-	lua.KindNotLock:   "not a lock",
+var describe = map[lua.Shape]string{
+	lua.ShapeFree:      "free (no lock key)",
+	lua.ShapeRLock:     "rlock (reentrant lock)",
+	lua.ShapeFair:      "fair (fair lock, FIFO)",
+	lua.ShapeRW:        "rw (read-write lock)",
+	lua.ShapeElection:  "election (leader election: an rlock and its leader key)",
+	lua.ShapeSemaphore: "semaphore (permits, Redisson's RPermitExpirableSemaphore)",
+	lua.ShapeNotLock:   "not a lock",
 }
 
 // render writes s as inspect shows it. Without times it leaves out every
@@ -34,11 +34,11 @@ func render(w io.Writer, s *lock, times bool) error {
 	}
 	head := table(w, "")
 	head.row("name", s.Name)
-	if s.Kind == lua.KindNotLock {
+	if s.Shape == lua.ShapeNotLock {
 		head.row("kind", fmt.Sprintf("not a lock (a Redis %s)", s.Type))
 		return head.flush()
 	}
-	head.row("kind", describe[s.Kind])
+	head.row("kind", describe[s.Shape])
 	if s.Semaphore != nil {
 		return renderSemaphore(w, head, s, dur)
 	}
@@ -96,7 +96,7 @@ func renderHead(head tab, s *lock, dur func(time.Duration) string) {
 func renderHolders(w io.Writer, s *lock, dur func(time.Duration) string) error {
 	fmt.Fprintln(w, "holders")
 	t := table(w, "  ")
-	if s.Kind == lua.KindRW {
+	if s.Shape == lua.ShapeRW {
 		t.row("OWNER", "AS", "HOLDS", "HOLD TTLS", "CLIENT")
 	} else {
 		t.row("OWNER", "HOLDS", "CLIENT")
@@ -104,7 +104,7 @@ func renderHolders(w io.Writer, s *lock, dur func(time.Duration) string) error {
 	for _, h := range s.Holders {
 		client := s.conn(h.Owner).String()
 		switch {
-		case s.Kind != lua.KindRW:
+		case s.Shape != lua.ShapeRW:
 			t.row(h.Owner, fmt.Sprint(h.Count), client)
 		case h.Write:
 			t.row(h.Owner, "write", fmt.Sprint(h.Count), "-", client) // timed by the lock's TTL
@@ -282,7 +282,7 @@ func renderList(w io.Writer, locks []*lock) error {
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%d\t%d\n",
-			s.Name, s.Kind, mode, holders, holds, ttl, s.Token, waiters)
+			s.Name, s.Shape, mode, holders, holds, ttl, s.Token, waiters)
 	}
 	return tw.Flush()
 }

@@ -467,10 +467,12 @@ func (n *noLock) Acquire(ctx context.Context) (*lease.Lease, error) {
 			return nil, err
 		}
 	}
-	h := core.NewHold(core.HoldConfig{Name: n.name, Owner: "none", TTL: time.Hour,
-		Release: func(context.Context, string, bool) error { return nil }})
+	h := core.NewHold(core.HoldConfig{Name: n.name, Owner: "none", TTL: time.Hour, Members: n})
 	return h.NewLease(ctx, tok)
 }
+
+// Release gives up nothing: no lock was taken.
+func (n *noLock) Release(context.Context, string, bool) error { return nil }
 
 func (n *noLock) TryAcquire(ctx context.Context) (*lease.Lease, error) { return n.Acquire(ctx) }
 

@@ -123,7 +123,7 @@ func (c *Client) ID() string { return c.id }
 // rueidis client's dial timeout, if longer, when a connection is being
 // made: rueidis dials without a ctx). It may be called more than once.
 func (c *Client) Close() {
-	if c.rc == nil {
+	if c.keeper == nil {
 		return // a zero Client: nothing was started
 	}
 	c.once.Do(func() {
@@ -153,8 +153,12 @@ func (c *Client) Close() {
 	})
 }
 
-// Err returns an error wrapping lease.ErrClosed once Close has begun, nil before.
+// Err returns an error wrapping lease.ErrClosed once Close has begun, nil
+// before; one wrapping lease.ErrInvalid for a zero Client.
 func (c *Client) Err() error {
+	if c.ctx == nil { // a zero Client
+		return fmt.Errorf("%w: a Client not made by leasehold.Open or New", lease.ErrInvalid)
+	}
 	if c.ctx.Err() != nil {
 		return fmt.Errorf("%w: client %s", lease.ErrClosed, c.id)
 	}

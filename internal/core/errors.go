@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/redis/rueidis"
+
 	"github.com/leasehold/leasehold/lease"
 )
 
@@ -21,4 +23,18 @@ func CtxErr(ctx context.Context, op, name string, last error) error {
 		return Errorf(op, name, "%w (last attempt: %w)", ctx.Err(), last)
 	}
 	return Errorf(op, name, "%w", ctx.Err())
+}
+
+// RedisErr is the error of operation op on the lock name that Redis refused
+// with an error reply: it wraps lease.ErrRedis and the reply. An error that
+// is a *lease.Error already is returned as it is.
+func RedisErr(op, name string, err error) error {
+	var le *lease.Error
+	if errors.As(err, &le) {
+		return err
+	}
+	if _, ok := rueidis.IsRedisErr(err); ok {
+		return Errorf(op, name, "%w: %w", lease.ErrRedis, err)
+	}
+	return Errorf(op, name, "%w", err)
 }

@@ -11,17 +11,21 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/leasehold/leasehold/internal/access"
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/internal/retry"
 	"github.com/leasehold/leasehold/lease"
 )
 
-// ReleaseFunc gives up the owner's holds on Redis: one hold, or every hold
-// when all is set. requestID stays the same across retries of one release, so
-// the script can answer a retry from its latch. It returns an error wrapping
-// lease.ErrNotHeld when the owner held nothing.
-type ReleaseFunc func(ctx context.Context, requestID string, all bool) error
+// Members gives up a hold made of other holds (a quorum's): one hold, or
+// every hold when all is set, with requestID the same across the retries
+// of one release. It returns an error wrapping lease.ErrNotHeld when the
+// holds were gone.
+type Members interface {
+	Release(ctx context.Context, requestID string, all bool) error
+}
 
 // HoldConfig describes a hold to NewHold.
 type HoldConfig struct {
@@ -40,8 +44,17 @@ type HoldConfig struct {
 	// lease: it returns 1 while the owner holds the lock, 0 once it does
 	// not. nil for a fixed lease, which runs out TTL after it was taken.
 	Renew *lua.Call
-	// Release gives the holds up on Redis.
-	Release ReleaseFunc
+	// Protocol is the lock kind's, whose release script on Redis gives the
+	// hold up; nil for a hold made of other holds, which Members gives up.
+	Protocol lua.Protocol
+	Redis    rueidis.Client
+	// HoldAtLeast is how long after Won, when the acquisition's reply came,
+	// a release leaves the lock taken by no holder (WithHoldAtLeast); zero
+	// for none.
+	HoldAtLeast time.Duration
+	Won         time.Time
+	// Members gives up a hold made of other holds (quorum's).
+	Members Members
 	// Observer, when set, hears of the hold's leases (see lease.Event).
 	Observer lease.Observer
 	// Presence is where the hold lives in Redis, for the guard that tells
@@ -103,11 +116,11 @@ type Hold struct {
 var _ access.Hold = (*Hold)(nil)
 
 // Scope is what a lease re-enters besides its lock's name: locks of one kind
-// (Kind, as lua.Protocol names it) made from one Client, or one lock made of
+// (Kind, its row in lua.Kinds) made from one Client, or one lock made of
 // other locks (Group, an id of its own).
 type Scope struct {
 	Client *Client
-	Kind   string
+	Kind   *lua.Kind
 	Group  uint64
 }
 
@@ -116,7 +129,7 @@ var groups atomic.Uint64
 
 // NewGroupScope returns the scope of a new lock made of other locks: no
 // other lock's leases re-enter it.
-func NewGroupScope() Scope { return Scope{Kind: "group", Group: groups.Add(1)} }
+func NewGroupScope() Scope { return Scope{Group: groups.Add(1)} }
 
 // NewHold returns a held Hold with no Lease yet. Hand it to Keeper.Track, then
 // create its first Lease with NewLease.
@@ -591,19 +604,50 @@ func (h *Hold) end() {
 // hold of several is made idempotent by the script's latch instead.
 func (h *Hold) releaseRetrying(ctx context.Context, all bool) error {
 	id := NewRequestID()
-	err := h.cfg.Release(ctx, id, all)
+	err := h.giveUp(ctx, id, all)
 	if !retry.Transient(err) || ctx.Err() != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, ReleaseTimeout)
 	defer cancel()
 	return retry.Do(ctx, func() error {
-		err := h.cfg.Release(ctx, id, all)
+		err := h.giveUp(ctx, id, all)
 		if errors.Is(err, lease.ErrNotHeld) && all && h.beforeDeadline() {
 			return nil // an earlier try released it
 		}
 		return err
 	})
+}
+
+// giveUp gives the owner's holds up in Redis, one or all, by the kind's
+// release script (or the members'), under requestID: an error wrapping
+// lease.ErrNotHeld when the owner held nothing, Redis' error reply as a
+// *lease.Error, a transport error as it is.
+func (h *Hold) giveUp(ctx context.Context, requestID string, all bool) error {
+	if h.cfg.Protocol == nil {
+		return h.cfg.Members.Release(ctx, requestID, all)
+	}
+	n, err := h.cfg.Protocol.Release(ctx, h.cfg.Redis, h.cfg.Owner, requestID, all, h.keep())
+	switch {
+	case err != nil && !retry.Transient(err):
+		return RedisErr("release", h.cfg.Name, err)
+	case err != nil:
+		return err
+	case n == lua.NotHeld:
+		return lease.ErrNotHeld
+	}
+	return nil
+}
+
+// keep is how long a release now leaves the lock taken by no holder
+// (WithHoldAtLeast): what is left of HoldAtLeast since the acquisition's
+// reply, on this process's monotonic clock, which no clock skew between
+// replicas shortens; 0 without the option.
+func (h *Hold) keep() time.Duration {
+	if h.cfg.HoldAtLeast <= 0 {
+		return 0
+	}
+	return h.cfg.HoldAtLeast - time.Since(h.cfg.Won)
 }
 
 // beforeDeadline reports whether the hold's local deadline is known and not

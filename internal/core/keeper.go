@@ -363,7 +363,7 @@ func (k *Keeper) Close(ctx context.Context) {
 	g.SetLimit(64)
 	for _, h := range hs {
 		g.Go(func() error {
-			_ = h.cfg.Release(ctx, NewRequestID(), true) // best effort
+			_ = h.giveUp(ctx, NewRequestID(), true) // best effort
 			return nil
 		})
 	}

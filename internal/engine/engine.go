@@ -51,8 +51,9 @@ type Engine struct {
 // cfg. Leases re-enter only locks of the same kind and Client and name. c may
 // be nil: every call then fails with lease.ErrInvalid.
 func New(c *core.Client, name string, cfg core.LockConfig, p lua.Protocol) *Engine {
-	e := &Engine{client: c, name: name, scope: core.Scope{Client: c, Kind: p.Kind()}, cfg: cfg, proto: p, clock: realClock{}, reentrant: p.Reentrant()}
-	if w := p.Weight(); w > 0 {
+	is := p.Is()
+	e := &Engine{client: c, name: name, scope: core.Scope{Client: c, Kind: is.Kind}, cfg: cfg, proto: p, clock: realClock{}, reentrant: is.Kind.Reentrant}
+	if w := is.Weight; w > 0 {
 		e.watchOpts = []hub.WatchOption{hub.Counted(w)}
 	}
 	if c != nil {
@@ -80,8 +81,6 @@ func (e *Engine) Check(op string) error {
 	switch {
 	case e.client == nil:
 		return fail("%w: nil client", lease.ErrInvalid)
-	case e.client.Redis() == nil:
-		return fail("%w: a Client not made by leasehold.Open or New", lease.ErrInvalid)
 	case e.name == "":
 		return fail("%w: empty lock name", lease.ErrInvalid)
 	case e.cfg.Err != nil:
@@ -170,7 +169,7 @@ func (e *Engine) observed(ctx context.Context, op string, wait bool) (*lease.Lea
 	}
 	start := time.Now()
 	ls, err := e.acquire(c)
-	ev := lease.Event{Kind: lease.Acquired, Lock: e.proto.Kind(), Name: e.name, Waited: time.Since(start), Err: err,
+	ev := lease.Event{Kind: lease.Acquired, Lock: e.proto.Is().Kind.Name, Name: e.name, Waited: time.Since(start), Err: err,
 		Context: ctx, Attempts: c.attempts}
 	if ls != nil {
 		ev.Owner, ev.Token = ls.Owner(), ls.Token()
@@ -206,7 +205,7 @@ func (e *Engine) acquire(c *call) (*lease.Lease, error) {
 	}
 	if !c.wait {
 		if err != nil {
-			return nil, e.redisErr(c.op, err)
+			return nil, core.RedisErr(c.op, e.name, err)
 		}
 		return nil, core.Errorf(c.op, e.name, "%w", lease.ErrNotAcquired)
 	}
@@ -284,7 +283,7 @@ func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lea
 		case retry.Pause:
 			return nil, g, err // it did not run: nothing to undo
 		}
-		return nil, g, e.redisErr(op, err)
+		return nil, g, core.RedisErr(op, e.name, err)
 	}
 	if !g.Acquired {
 		return nil, g, nil
@@ -301,16 +300,15 @@ func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lea
 	}
 	h := core.NewHold(core.HoldConfig{
 		Name:     e.name,
-		Kind:     e.proto.Kind(),
+		Kind:     e.proto.Is().Kind.Name,
 		Owner:    owner,
 		Scope:    e.scope,
 		TTL:      ttl,
 		Observer: e.cfg.Observer,
 		Renew:    e.renewal(owner),
 		Presence: e.proto.Presence(owner),
-		Release: func(ctx context.Context, id string, all bool) error {
-			return e.release(ctx, owner, id, all, e.keep(won))
-		},
+		Protocol: e.proto, Redis: e.client.Redis(),
+		HoldAtLeast: e.cfg.HoldAtLeast, Won: won,
 	})
 	if err := e.client.Keeper().Track(h, sent); err != nil {
 		e.releaseNow(owner)
@@ -331,46 +329,19 @@ func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lea
 	return ls, g, nil
 }
 
-// keep is how long a release made now leaves the lock taken, by no holder
-// (WithHoldAtLeast): what is left of HoldAtLeast since won, the moment the
-// acquisition's reply came; 0 without the option. It is counted on this
-// process's monotonic clock, which no clock skew between replicas (or a
-// stepped wall clock) shortens, from after the acquisition ran in Redis: the
-// lock is kept until at least HoldAtLeast after that, at most a round trip
-// longer.
-func (e *Engine) keep(won time.Time) time.Duration {
-	if e.cfg.HoldAtLeast <= 0 {
-		return 0
-	}
-	return e.cfg.HoldAtLeast - time.Since(won)
-}
-
 // release runs the protocol's release, leaving the lock kept for keep if it
 // frees it, and turns "not held" into an error wrapping lease.ErrNotHeld.
 func (e *Engine) release(ctx context.Context, owner, id string, all bool, keep time.Duration) error {
 	n, err := e.proto.Release(ctx, e.client.Redis(), owner, id, all, keep)
 	switch {
 	case err != nil && !retry.Transient(err):
-		return e.redisErr("release", err)
+		return core.RedisErr("release", e.name, err)
 	case err != nil:
 		return err
 	case n == lua.NotHeld:
 		return lease.ErrNotHeld
 	}
 	return nil
-}
-
-// redisErr is the error of operation op that Redis refused with an error
-// reply: it wraps lease.ErrRedis and the reply, and names the lock.
-func (e *Engine) redisErr(op string, err error) error {
-	var le *lease.Error
-	if errors.As(err, &le) {
-		return err
-	}
-	if _, ok := rueidis.IsRedisErr(err); ok {
-		return core.Errorf(op, e.name, "%w: %w", lease.ErrRedis, err)
-	}
-	return core.Errorf(op, e.name, "%w", err)
 }
 
 // replicate waits until cfg.Replicas replicas have owner's new hold
@@ -430,7 +401,7 @@ func (e *Engine) renewal(owner string) *lua.Call {
 func (e *Engine) reenter(ctx context.Context, op string, h *core.Hold) (*lease.Lease, error) {
 	g, err := e.proto.Try(ctx, e.client.Redis(), h.Owner(), false)
 	if err != nil {
-		return nil, core.Errorf(op, e.name, "reentrant acquire: %w", e.redisErr(op, err))
+		return nil, core.Errorf(op, e.name, "reentrant acquire: %w", core.RedisErr(op, e.name, err))
 	}
 	if !g.Acquired {
 		cause := core.Errorf("hold", e.name, "%w: reentrant acquire found the lock held by another owner", lease.ErrLost)
@@ -466,17 +437,28 @@ func (e *Engine) releaseNow(owner string) {
 }
 
 // abandon undoes what a waiter leaves behind besides a hold (its place in a
-// queue), in the background.
+// queue), in the background, for a kind whose waiters leave something.
 func (e *Engine) abandon(owner string) {
+	if e.proto.Is().Leaves == nil {
+		return
+	}
 	e.client.Go(func() {
 		ctx, cancel := context.WithTimeout(e.client.Context(), e.cfg.TTL())
 		defer cancel()
-		_ = retry.Do(ctx, func() error { return e.proto.Abandon(ctx, e.client.Redis(), owner) })
+		e.leave(ctx, owner)
 	})
 }
 
+// leave runs the protocol's Abandon for owner, if it has one, retrying
+// pauses until ctx ends.
+func (e *Engine) leave(ctx context.Context, owner string) {
+	if l := e.proto.Is().Leaves; l != nil {
+		_ = retry.Do(ctx, func() error { return l.Abandon(ctx, e.client.Redis(), owner) })
+	}
+}
+
 func (e *Engine) undo(ctx context.Context, owner string) {
-	_ = retry.Do(ctx, func() error { return e.proto.Abandon(ctx, e.client.Redis(), owner) })
+	e.leave(ctx, owner)
 	id := core.NewRequestID()
 	_ = retry.Do(ctx, func() error {
 		if err := e.release(ctx, owner, id, true, 0); !errors.Is(err, lease.ErrNotHeld) {

@@ -131,6 +131,7 @@ type answer struct {
 
 // fakeProtocol answers attempts from a script and records what it is asked.
 type fakeProtocol struct {
+	lua.Traits
 	answers  chan answer // the replies, in order; an attempt blocks for its reply
 	tries    chan string // the owner of each attempt, as it is made
 	mu       sync.Mutex
@@ -138,8 +139,13 @@ type fakeProtocol struct {
 	left     []string // owners that abandoned their wait
 }
 
+// fakeKind is the fake protocol's kind.
+var fakeKind = &lua.Kind{Name: "fake", Reentrant: true}
+
 func newFakeProtocol() *fakeProtocol {
-	return &fakeProtocol{answers: make(chan answer, 16), tries: make(chan string, 16)}
+	p := &fakeProtocol{answers: make(chan answer, 16), tries: make(chan string, 16)}
+	p.Traits = lua.Traits{Kind: fakeKind, Leaves: p}
+	return p
 }
 
 func (p *fakeProtocol) Try(ctx context.Context, _ rueidis.Client, owner string, wait bool) (lua.Grant, error) {
@@ -163,15 +169,7 @@ func (p *fakeProtocol) Release(_ context.Context, _ rueidis.Client, owner, _ str
 
 func (p *fakeProtocol) Renewal(string) *lua.Call { return nil }
 
-func (p *fakeProtocol) Kind() string { return "fake" }
-
 func (p *fakeProtocol) Wakeup(owner string) (channel, key string) { return "ch:" + owner, "" }
-
-func (p *fakeProtocol) Reentrant() bool { return true }
-
-func (p *fakeProtocol) Weight() int { return 0 }
-
-func (p *fakeProtocol) Keep() *lua.Keep { return nil }
 
 func (p *fakeProtocol) Presence(owner string) lua.Presence {
 	return lua.Presence{Key: "job", Field: owner}
@@ -474,10 +472,19 @@ func TestReentryUnderLeaseContext(t *testing.T) {
 
 // permitProtocol is the fake protocol of a kind whose holds are never
 // re-entered and whose waiters wait for several permits (a semaphore's).
-type permitProtocol struct{ *fakeProtocol }
+type permitProtocol struct {
+	*fakeProtocol
+	traits lua.Traits
+}
 
-func (permitProtocol) Reentrant() bool { return false }
-func (permitProtocol) Weight() int     { return 3 }
+// permitKind is permitProtocol's kind.
+var permitKind = &lua.Kind{Name: "fake-permits"}
+
+func newPermitProtocol(p *fakeProtocol) permitProtocol {
+	return permitProtocol{p, lua.Traits{Kind: permitKind, Weight: 3, Leaves: p}}
+}
+
+func (p permitProtocol) Is() *lua.Traits { return &p.traits }
 
 // A protocol that is not Reentrant opts out of reentrancy: an Acquire under a lease's
 // context of the same lock is a fresh acquisition, under a new owner, that
@@ -487,7 +494,7 @@ func (permitProtocol) Weight() int     { return 3 }
 // Weight, are registered with the hub as Counted.
 func TestNonReentrantTakesAnotherHold(t *testing.T) {
 	r := newRig(t)
-	r.e = New(r.c, "job", core.LockConfig{LeaseTime: time.Hour, Options: core.Options{Watchdog: time.Hour}}, permitProtocol{r.proto})
+	r.e = New(r.c, "job", core.LockConfig{LeaseTime: time.Hour, Options: core.Options{Watchdog: time.Hour}}, newPermitProtocol(r.proto))
 	r.e.clock, r.e.watch = r.clock, r.hub
 	r.proto.answers <- answer{g: lua.Grant{Acquired: true}}
 	outer := held(t, r.acquire(context.Background()))

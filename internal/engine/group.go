@@ -40,7 +40,7 @@ func (b Bound) fencer() *Engine         { return b.e.fencer() }
 // redisson_lock_token:{NAME} (every lock's do; a semaphore's permits, whose
 // channel carries counts, draw none), else nil.
 func (e *Engine) fencer() *Engine {
-	if e.proto.Weight() > 0 {
+	if e.proto.Is().Weight > 0 {
 		return nil
 	}
 	return e

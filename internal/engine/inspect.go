@@ -24,7 +24,7 @@ func (e *Engine) Fail(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return e.redisErr(op, err)
+	return core.RedisErr(op, e.name, err)
 }
 
 // IsLocked reports whether the lock hash holds any field: one round trip.

@@ -83,7 +83,7 @@ func (s *waiting) register() error {
 // keep has the keeper keep the owner's place while it waits, for a kind
 // whose waiters hold one (a fair lock's queue): they then sleep until told.
 func (s *waiting) keep() {
-	k := s.e.proto.Keep()
+	k := s.e.proto.Is().Keep
 	if k == nil {
 		return
 	}

@@ -74,7 +74,7 @@ func TestFailingScriptWritesNothing(t *testing.T) {
 			"WRONGTYPE"},
 		{"fair_keep: timeouts of another type",
 			append([][]string{{"RPUSH", k.FairQueue, "stale", owner}}, []string{"SET", k.FairTimeout, "x"}),
-			func() error { return c.Do(ctx, fair.Keep().Call([]string{owner}).Eval(c, false)).Error() },
+			func() error { return c.Do(ctx, fair.Keep.Call([]string{owner}).Eval(c, false)).Error() },
 			"WRONGTYPE"},
 		{"fair_force_release: queue of another type",
 			[][]string{{"HSET", name, owner, "1"}, {"SET", k.FairQueue, "x"}},

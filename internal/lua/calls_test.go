@@ -103,7 +103,7 @@ func TestScriptCallsMatchHeaders(t *testing.T) {
 		return func() error { _, err := p.Release(ctx, c, o, id, all, time.Minute); return err }
 	}
 	keep := func(f *Fair, owners ...string) func() error {
-		return func() error { return c.Do(ctx, f.Keep().Call(owners).Cmd(c, false)).Error() }
+		return func() error { return c.Do(ctx, f.Keep.Call(owners).Cmd(c, false)).Error() }
 	}
 	do := func(args ...string) func() error {
 		return func() error { return c.Do(ctx, c.B().Arbitrary(args...).Build()).Error() }

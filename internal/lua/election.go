@@ -64,18 +64,19 @@ func (e *Election) Channel() string { return e.k.ElectionChannel }
 
 // Campaign returns the Protocol of a campaign that publishes value as the
 // leader's when it wins.
-func (e *Election) Campaign(value string) *Campaign { return &Campaign{e: e, value: value} }
+func (e *Election) Campaign(value string) *Campaign {
+	return &Campaign{Traits: Traits{Kind: KindElection}, e: e, value: value}
+}
 
 // Campaign is one campaign of an election: the reentrant lock NAME, with
 // the leader key written, renewed and deleted along with the hold.
 type Campaign struct {
+	Traits
 	e     *Election
 	value string
 }
 
 var _ Protocol = (*Campaign)(nil)
-
-func (p *Campaign) Kind() string { return "election" }
 
 // Try runs election_campaign: take (or re-enter) the lock for owner and
 // publish the value as the leader's, in one script.
@@ -101,19 +102,9 @@ func (p *Campaign) Renewal(owner string) *Call {
 // Presence is the leader's field in the lock hash, as rlock's.
 func (p *Campaign) Presence(owner string) Presence { return Presence{Key: p.e.k.Name, Field: owner} }
 
-// Abandon does nothing: a campaigner leaves no trace.
-// Keep is nil: a candidate keeps no place.
-func (p *Campaign) Keep() *Keep { return nil }
-
-func (p *Campaign) Abandon(context.Context, rueidis.Client, string) error { return nil }
-
 // Wakeup is the reentrant lock's: a campaigner waits as an rlock waiter
 // does, so that Redisson's unlock wakes it too.
 func (p *Campaign) Wakeup(string) (channel, key string) { return p.e.k.Channel, p.e.k.Name }
-
-func (p *Campaign) Reentrant() bool { return true }
-
-func (p *Campaign) Weight() int { return 0 }
 
 // Proclaim runs election_proclaim: it publishes value as owner's, and
 // reports false (writing nothing) when owner does not lead.

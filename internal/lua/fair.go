@@ -27,6 +27,7 @@ const refreshes = 3
 // Fair is the fair (first come, first served) lock on one name, its keys and
 // arguments derived once.
 type Fair struct {
+	Traits
 	k                  script.Keys
 	latchPrefix        string
 	acquireKeys        []string // NAME, queue, timeouts, token, channel
@@ -35,7 +36,6 @@ type Fair struct {
 	lease, latch       string // ms
 	queueMs, refreshMs string
 	renew              *Lock
-	keep               *Keep
 }
 
 var _ Protocol = (*Fair)(nil)
@@ -46,7 +46,7 @@ func NewFair(name string, cfg Config) *Fair {
 	k := script.KeysOf(name)
 	refresh := cfg.QueueTimeout / refreshes
 	queueKeys := []string{name, k.FairQueue, k.FairTimeout, k.Channel}
-	return &Fair{
+	f := &Fair{
 		k:           k,
 		latchPrefix: k.UnlockLatch(""),
 		acquireKeys: []string{name, k.FairQueue, k.FairTimeout, k.Token, k.Channel},
@@ -57,11 +57,11 @@ func NewFair(name string, cfg Config) *Fair {
 		queueMs:     Ms(cfg.QueueTimeout),
 		refreshMs:   Ms(refresh),
 		renew:       NewLock(name, cfg),
-		keep:        &Keep{Every: refresh, keys: queueKeys, args: []string{Ms(cfg.QueueTimeout), Ms(refresh), script.UnlockMessage}},
 	}
+	f.Traits = Traits{Kind: KindFair, Leaves: f,
+		Keep: &Keep{Every: refresh, keys: queueKeys, args: []string{Ms(cfg.QueueTimeout), Ms(refresh), script.UnlockMessage}}}
+	return f
 }
-
-func (f *Fair) Kind() string { return "fair" }
 
 // Try runs fair_acquire. An attempt that waits joins the queue (or
 // refreshes the waiter's place in it); one that does not (TryAcquire, a
@@ -116,13 +116,6 @@ func (f *Fair) abandon(ctx context.Context, c rueidis.Client, owner string) (boo
 // once, the herd this lock avoids; an expiry is caught by the head's timer
 // instead (see Try).
 func (f *Fair) Wakeup(owner string) (channel, key string) { return f.k.FairChannel(owner), "" }
-
-func (f *Fair) Reentrant() bool { return true }
-
-// Keep is the fair lock's keep-alive of its waiters' places: see Keep.
-func (f *Fair) Keep() *Keep { return f.keep }
-
-func (f *Fair) Weight() int { return 0 }
 
 // ForceRelease runs fair_force_release: it deletes the lock whoever holds it,
 // tells the head of the queue, and reports whether there was a lock to

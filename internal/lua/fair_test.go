@@ -48,7 +48,7 @@ func TestFairScriptsPruneAndTellHead(t *testing.T) {
 	force := func() (any, error) { return fair.ForceRelease(ctx, c) }
 	keep := func(owners ...string) func() (any, error) {
 		return func() (any, error) {
-			missing, err := Missing(c.Do(ctx, fair.Keep().Call(owners).Eval(c, false)))
+			missing, err := Missing(c.Do(ctx, fair.Keep.Call(owners).Eval(c, false)))
 			return fmt.Sprint(missing), err
 		}
 	}

@@ -14,32 +14,32 @@ import (
 	"github.com/leasehold/leasehold/script"
 )
 
-// Kind is what a key holds, as far as locks go.
-type Kind int
+// Shape is what a key holds, as far as locks go: how Inspect reads it.
+type Shape int
 
 const (
-	KindFree      Kind = iota // no lock (perhaps a fencing counter or a queue)
-	KindRLock                 // reentrant lock (or a fair lock nobody waits for)
-	KindFair                  // fair lock with waiters
-	KindRW                    // read-write lock
-	KindElection              // election: an rlock whose holder leads, named by {NAME}:leader
-	KindSemaphore             // semaphore: NAME a string holding its permits available
-	KindNotLock               // a key that is not a lock
+	ShapeFree      Shape = iota // no lock (perhaps a fencing counter or a queue)
+	ShapeRLock                  // reentrant lock (or a fair lock nobody waits for)
+	ShapeFair                   // fair lock with waiters
+	ShapeRW                     // read-write lock
+	ShapeElection               // election: an rlock whose holder leads, named by {NAME}:leader
+	ShapeSemaphore              // semaphore: NAME a string holding its permits available
+	ShapeNotLock                // a key that is not a lock
 )
 
-func (k Kind) String() string {
+func (k Shape) String() string {
 	switch k {
-	case KindRLock:
+	case ShapeRLock:
 		return "rlock"
-	case KindFair:
+	case ShapeFair:
 		return "fair"
-	case KindRW:
+	case ShapeRW:
 		return "rw"
-	case KindElection:
+	case ShapeElection:
 		return "election"
-	case KindSemaphore:
+	case ShapeSemaphore:
 		return "semaphore"
-	case KindNotLock:
+	case ShapeNotLock:
 		return "not a lock"
 	}
 	return "free"
@@ -48,7 +48,7 @@ func (k Kind) String() string {
 // State is one snapshot of a lock, read by Inspect.
 type State struct {
 	Name      string
-	Kind      Kind
+	Shape     Shape
 	Type      string          // the Redis type of NAME ("none" when absent)
 	Mode      string          // rw: "read" or "write"
 	TTL       time.Duration   // remaining TTL of NAME; -1 when it has none, 0 when there is no key
@@ -270,14 +270,14 @@ func parseState(name string, res []rueidis.RedisMessage) (State, error) {
 	s.Writers = expiring(r.announced, r.now)
 	switch {
 	case s.Semaphore != nil:
-		s.Kind = KindSemaphore
+		s.Shape = ShapeSemaphore
 	case s.Type == "none":
-		s.Kind = KindFree
+		s.Shape = ShapeFree
 		if len(r.queue) > 0 {
-			s.Kind = KindFair // free, but with waiters about to take it
+			s.Shape = ShapeFair // free, but with waiters about to take it
 		}
 	case s.Type != "hash":
-		s.Kind = KindNotLock
+		s.Shape = ShapeNotLock
 	default:
 		parseHash(&s, r)
 	}
@@ -288,11 +288,11 @@ func parseState(name string, res []rueidis.RedisMessage) (State, error) {
 // election, or a hash of something else), its owners and their holds, and
 // an election's leader.
 func parseHash(s *State, r *inspectReply) {
-	s.Kind = KindRLock
+	s.Shape = ShapeRLock
 	for i := 0; i+1 < len(r.fields); i += 2 {
 		f, v := r.fields[i], r.fields[i+1]
 		if f == "mode" {
-			s.Kind, s.Mode = KindRW, v
+			s.Shape, s.Mode = ShapeRW, v
 			continue
 		}
 		if f == keptField {
@@ -307,16 +307,16 @@ func parseHash(s *State, r *inspectReply) {
 		}
 		s.Holders = append(s.Holders, Holder{Owner: owner, Count: n, Write: write, Reads: r.reads[f]})
 	}
-	if len(s.Foreign) > 0 || (s.Kind == KindRW && s.Mode != "read" && s.Mode != "write") {
+	if len(s.Foreign) > 0 || (s.Shape == ShapeRW && s.Mode != "read" && s.Mode != "write") {
 		// A hash of something else: not ours to read, or to release.
-		s.Kind, s.Holders = KindNotLock, nil
+		s.Shape, s.Holders = ShapeNotLock, nil
 		return
 	}
-	if s.Kind == KindRLock && (len(r.queue) > 0 || len(r.deadlines) > 0) {
-		s.Kind = KindFair
+	if s.Shape == ShapeRLock && (len(r.queue) > 0 || len(r.deadlines) > 0) {
+		s.Shape = ShapeFair
 	}
-	if s.Leader = parseLeader(r.leader, s.Holders); s.Leader != nil && s.Kind == KindRLock {
-		s.Kind = KindElection
+	if s.Leader = parseLeader(r.leader, s.Holders); s.Leader != nil && s.Shape == ShapeRLock {
+		s.Shape = ShapeElection
 	}
 	sort.Slice(s.Holders, func(i, j int) bool {
 		a, b := s.Holders[i], s.Holders[j]

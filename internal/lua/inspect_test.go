@@ -39,12 +39,12 @@ func TestInspect(t *testing.T) {
 		want  State                                          // Name, Token, a Leader's Term and At aside; live durations as lease
 	}{
 		{"free", func(*testing.T, string) uint64 { return 0 },
-			State{Kind: KindFree, Type: "none"}},
+			State{Shape: ShapeFree, Type: "none"}},
 		{"rlock", func(t *testing.T, name string) uint64 {
 			l := NewLock(name, cfg)
 			grant(t, true)(l.Try(ctx, c, "a:1", true))
 			return grant(t, true)(l.Try(ctx, c, "a:1", true))
-		}, State{Kind: KindRLock, Type: "hash", TTL: lease, Holders: []Holder{{Owner: "a:1", Count: 2}}}},
+		}, State{Shape: ShapeRLock, Type: "hash", TTL: lease, Holders: []Holder{{Owner: "a:1", Count: 2}}}},
 		{"rlock kept", func(t *testing.T, name string) uint64 {
 			l := NewLock(name, cfg)
 			tok := grant(t, true)(l.Try(ctx, c, "a:1", true))
@@ -52,7 +52,7 @@ func TestInspect(t *testing.T) {
 				t.Fatalf("release with a keep: %d, %v", n, err)
 			}
 			return tok
-		}, State{Kind: KindRLock, Type: "hash", TTL: lease, KeptBy: "a:1"}},
+		}, State{Shape: ShapeRLock, Type: "hash", TTL: lease, KeptBy: "a:1"}},
 		{"fair kept, a waiter", func(t *testing.T, name string) uint64 {
 			f := NewFair(name, cfg)
 			tok := grant(t, true)(f.Try(ctx, c, "a:1", true))
@@ -61,33 +61,33 @@ func TestInspect(t *testing.T) {
 				t.Fatalf("release with a keep: %d, %v", n, err)
 			}
 			return tok
-		}, State{Kind: KindFair, Type: "hash", TTL: lease, KeptBy: "a:1",
+		}, State{Shape: ShapeFair, Type: "hash", TTL: lease, KeptBy: "a:1",
 			Waiters: []Waiter{{Owner: "b:1", Left: lease, Known: true}}}},
 		{"fair with a waiter", func(t *testing.T, name string) uint64 {
 			tok := grant(t, true)(NewFair(name, cfg).Try(ctx, c, "a:1", true))
 			grant(t, false)(NewFair(name, cfg).Try(ctx, c, "b:1", true))
 			return tok
-		}, State{Kind: KindFair, Type: "hash", TTL: lease, Holders: []Holder{{Owner: "a:1", Count: 1}},
+		}, State{Shape: ShapeFair, Type: "hash", TTL: lease, Holders: []Holder{{Owner: "a:1", Count: 1}},
 			Waiters: []Waiter{{Owner: "b:1", Left: lease, Known: true}}}},
 		{"fair, holder gone, waiter left", func(t *testing.T, name string) uint64 {
 			tok := grant(t, true)(NewFair(name, cfg).Try(ctx, c, "a:1", true))
 			grant(t, false)(NewFair(name, cfg).Try(ctx, c, "b:1", true))
 			srv.Do("DEL", name)
 			return tok
-		}, State{Kind: KindFair, Type: "none", Waiters: []Waiter{{Owner: "b:1", Left: lease, Known: true}}}},
+		}, State{Shape: ShapeFair, Type: "none", Waiters: []Waiter{{Owner: "b:1", Left: lease, Known: true}}}},
 		{"rw read, a writer waiting", func(t *testing.T, name string) uint64 {
 			grant(t, true)(NewRead(name, cfg).Try(ctx, c, "r:2", true))
 			grant(t, true)(NewRead(name, cfg).Try(ctx, c, "r:1", true))
 			tok := grant(t, true)(NewRead(name, cfg).Try(ctx, c, "r:1", true))
 			grant(t, false)(NewWrite(name, cfg).Try(ctx, c, "w:1", true))
 			return tok
-		}, State{Kind: KindRW, Type: "hash", Mode: "read", TTL: lease, Holders: []Holder{
+		}, State{Shape: ShapeRW, Type: "hash", Mode: "read", TTL: lease, Holders: []Holder{
 			{Owner: "r:1", Count: 2, Reads: []time.Duration{lease, lease}},
 			{Owner: "r:2", Count: 1, Reads: []time.Duration{lease}},
 		}, Writers: []Waiter{{Owner: writeField("w:1"), Left: lease, Known: true}}}},
 		{"rw write", func(t *testing.T, name string) uint64 {
 			return grant(t, true)(NewWrite(name, cfg).Try(ctx, c, "w:1", true))
-		}, State{Kind: KindRW, Type: "hash", Mode: "write", TTL: lease,
+		}, State{Shape: ShapeRW, Type: "hash", Mode: "write", TTL: lease,
 			Holders: []Holder{{Owner: "w:1", Count: 1, Write: true}}}},
 		{"semaphore, a claim waiting", func(t *testing.T, name string) uint64 {
 			s := NewSemaphore(name, cfg)
@@ -97,23 +97,23 @@ func TestInspect(t *testing.T) {
 			grant(t, true)(s.Weighted(2).Try(ctx, c, semOwner, true))
 			grant(t, false)(s.Weighted(2).Try(ctx, c, claimer, true))
 			return 0
-		}, State{Kind: KindSemaphore, Type: "string", TTL: -1, Semaphore: &SemaphoreState{
+		}, State{Shape: ShapeSemaphore, Type: "string", TTL: -1, Semaphore: &SemaphoreState{
 			Set: true, Available: 1,
 			Permits: []Permit{{ID: permit(0), Left: lease}, {ID: permit(1), Left: lease}},
 			Claims:  []Waiter{{Owner: claimer + ":2", Left: lease, Known: true}},
 		}}},
 		{"election", func(t *testing.T, name string) uint64 {
 			return grant(t, true)(NewElection(name, cfg).Campaign("addr").Try(ctx, c, "e:1", true))
-		}, State{Kind: KindElection, Type: "hash", TTL: lease, Holders: []Holder{{Owner: "e:1", Count: 1}},
+		}, State{Shape: ShapeElection, Type: "hash", TTL: lease, Holders: []Holder{{Owner: "e:1", Count: 1}},
 			Leader: &LeaderState{Value: "addr", Owner: "e:1"}}},
 		{"a string", func(_ *testing.T, name string) uint64 {
 			srv.Do("SET", name, "x")
 			return 0
-		}, State{Kind: KindNotLock, Type: "string", TTL: -1}},
+		}, State{Shape: ShapeNotLock, Type: "string", TTL: -1}},
 		{"a hash of counters", func(_ *testing.T, name string) uint64 {
 			srv.Do("HSET", name, "hits", "3")
 			return 0
-		}, State{Kind: KindNotLock, Type: "hash", TTL: -1, Foreign: []string{"hits"}}},
+		}, State{Shape: ShapeNotLock, Type: "hash", TTL: -1, Foreign: []string{"hits"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -22,6 +22,7 @@ var (
 // Lock is the reentrant lock (rlock) on one name, its keys and arguments
 // derived once so that each run of a script builds nothing it need not.
 type Lock struct {
+	Traits
 	k            script.Keys
 	latchPrefix  string
 	acquireKeys  []string // NAME, token
@@ -35,6 +36,7 @@ var _ Protocol = (*Lock)(nil)
 func NewLock(name string, cfg Config) *Lock {
 	k := script.KeysOf(name)
 	return &Lock{
+		Traits:      Traits{Kind: KindRLock},
 		k:           k,
 		latchPrefix: k.UnlockLatch(""),
 		acquireKeys: []string{name, k.Token},
@@ -43,8 +45,6 @@ func NewLock(name string, cfg Config) *Lock {
 		latch:       cfg.latchMs(),
 	}
 }
-
-func (l *Lock) Kind() string { return "rlock" }
 
 // Try runs lock_acquire: take or re-enter the lock for owner.
 func (l *Lock) Try(ctx context.Context, c rueidis.Client, owner string, _ bool) (Grant, error) {
@@ -67,19 +67,9 @@ func (l *Lock) Renewal(owner string) *Call {
 // Presence is owner's field in the lock hash.
 func (l *Lock) Presence(owner string) Presence { return Presence{Key: l.k.Name, Field: owner} }
 
-// Keep is nil: a waiter of the reentrant lock keeps no place.
-func (l *Lock) Keep() *Keep { return nil }
-
-// Abandon does nothing: a waiter leaves no trace.
-func (l *Lock) Abandon(context.Context, rueidis.Client, string) error { return nil }
-
 // Wakeup is the lock's channel and its hash, whose invalidation tells of an
 // expiry.
 func (l *Lock) Wakeup(string) (channel, key string) { return l.k.Channel, l.k.Name }
-
-func (l *Lock) Reentrant() bool { return true }
-
-func (l *Lock) Weight() int { return 0 }
 
 // ForceRelease runs lock_force_release: it deletes the lock whoever holds it
 // and reports whether there was a lock to delete.

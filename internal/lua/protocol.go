@@ -10,15 +10,14 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// Protocol is one lock kind's part in its locks' life in Redis: the scripts
-// that try, release and renew a hold and withdraw a waiter, and where its
-// waiters are woken. Each kind's constructor derives its keys once; the
-// engine calls it and does everything else (waiting, reentrancy, holds,
-// futures, errors).
+// Protocol is the calls one lock kind must answer in its locks' life in
+// Redis: try, release and renew a hold, and where a waiter is woken and a
+// hold lives. What the kind is, rather than does, is data: its Traits. Each
+// kind's constructor derives its keys once; the engine calls it and does
+// everything else (waiting, reentrancy, holds, futures, errors).
 type Protocol interface {
-	// Kind names the lock kind in observed events: "rlock", "fair",
-	// "rw-read", "rw-write", "semaphore", "election".
-	Kind() string
+	// Is returns what the lock is, its Traits: every protocol embeds them.
+	Is() *Traits
 	// Try makes one attempt for owner. wait is set when the caller will
 	// wait for the lock (Acquire) and clear for a single attempt
 	// (TryAcquire) and for a reentrant one: only an attempt that waits may
@@ -27,38 +26,48 @@ type Protocol interface {
 	Try(ctx context.Context, c rueidis.Client, owner string, wait bool) (Grant, error)
 	// Release gives up one hold of owner, or every hold when all is set.
 	// requestID names the release, so that a retry is answered from the
-	// unlock latch. keep, when positive, is how long a release that frees
-	// the lock leaves it taken, by no holder (WithHoldAtLeast): only the
-	// kinds that take that option are given one. It returns Freed,
-	// StillHeld or NotHeld.
+	// unlock latch. With keep (WithHoldAtLeast, for the kinds that take
+	// it), a release that frees the lock leaves it taken by no holder for
+	// keep. It returns Freed, StillHeld or NotHeld.
 	Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool, keep time.Duration) (int64, error)
 	// Renewal is the keeper's renewal of owner's watchdog hold: a script
 	// that returns 1 while owner holds, 0 once it does not.
 	Renewal(owner string) *Call
-	// Abandon removes what owner leaves behind when it stops waiting,
-	// besides a hold: its place in a fair queue, a writer's announcement,
-	// a semaphore claim. It returns nil at once for a kind that leaves none.
-	Abandon(ctx context.Context, c rueidis.Client, owner string) error
 	// Wakeup names where owner's waits are woken: the channel its release
 	// messages come on, and the key whose invalidation also wakes it ("" for
 	// none).
 	Wakeup(owner string) (channel, key string)
-	// Reentrant is false for a kind whose holds are never re-entered (a
-	// semaphore's permits): an Acquire under a lease's context of the same
-	// lock then takes a hold of its own, under a new owner.
-	Reentrant() bool
-	// Weight is how many permits each waiter waits for, on a channel that
-	// carries counts rather than unlock messages (a semaphore's): the hub
-	// wakes as many waiters as a message's count covers. 0 for a lock.
-	Weight() int
 	// Presence is where owner's hold lives in Redis: the key whose
 	// invalidation hints that it may be gone, and what to read to know.
 	Presence(owner string) Presence
+}
+
+// Traits are what one lock is, as data the engine and the keeper read.
+type Traits struct {
+	// Kind is the lock's row in Kinds.
+	Kind *Kind
+	// Weight is how many permits each waiter waits for, on a channel that
+	// carries counts rather than unlock messages (a semaphore's): the hub
+	// wakes as many waiters as a message's count covers. 0 for a lock.
+	Weight int
 	// Keep is how the keeper keeps the places of the lock's waiters while
 	// they sleep (a fair lock's queue): one script per round for all of a
 	// Client's waiters on the lock, rather than an attempt by each. nil for
 	// a kind whose waiters keep no place.
-	Keep() *Keep
+	Keep *Keep
+	// Leaves removes what a waiter leaves behind when it stops waiting,
+	// besides a hold: its place in a fair queue, a writer's announcement, a
+	// semaphore claim. nil for a lock whose waiters leave nothing.
+	Leaves Abandoner
+}
+
+// Is returns t: a protocol embeds its Traits.
+func (t *Traits) Is() *Traits { return t }
+
+// An Abandoner removes what owner left behind while it waited (see
+// Traits.Leaves).
+type Abandoner interface {
+	Abandon(ctx context.Context, c rueidis.Client, owner string) error
 }
 
 // Presence is where a hold lives in Redis. Key is the key whose

@@ -43,10 +43,6 @@ func (l *rw) Name() string { return l.k.Name }
 // expiry.
 func (l *rw) Wakeup(string) (channel, key string) { return l.k.RWChannel, l.k.Name }
 
-func (l *rw) Reentrant() bool { return true }
-
-func (l *rw) Weight() int { return 0 }
-
 // ForceRelease deletes the lock whoever holds it, for read or write, and
 // publishes the wake-all message. It reports whether there was a lock to
 // delete.
@@ -57,15 +53,16 @@ func (l *rw) ForceRelease(ctx context.Context, c rueidis.Client) (bool, error) {
 
 // Read is the read lock of the read-write lock on one name.
 type Read struct {
+	Traits
 	rw
 }
 
 var _ Protocol = (*Read)(nil)
 
 // NewRead returns the read lock of the read-write lock name.
-func NewRead(name string, cfg Config) *Read { return &Read{newRW(name, cfg)} }
-
-func (r *Read) Kind() string { return "rw-read" }
+func NewRead(name string, cfg Config) *Read {
+	return &Read{Traits: Traits{Kind: KindRWRead}, rw: newRW(name, cfg)}
+}
 
 // Try runs rw_read_acquire: take or re-enter a read for owner.
 func (r *Read) Try(ctx context.Context, c rueidis.Client, owner string, _ bool) (Grant, error) {
@@ -101,14 +98,10 @@ func (r *Read) Renewal(owner string) *Call {
 	return &Call{script: rwReadRenew, Keys: []string{r.k.Name, r.k.ReadHolds(owner)}, Args: []string{r.lease, owner}}
 }
 
-// Keep is nil: a waiting reader keeps no place.
-func (r *Read) Keep() *Keep { return nil }
-
-// Abandon does nothing: a waiting reader leaves no trace.
-func (r *Read) Abandon(context.Context, rueidis.Client, string) error { return nil }
 
 // Write is the write lock of the read-write lock on one name.
 type Write struct {
+	Traits
 	rw
 	acquireKeys []string // NAME, token, writers
 	renewKeys   []string // NAME
@@ -121,13 +114,14 @@ var _ Protocol = (*Write)(nil)
 // NewWrite returns the write lock of the read-write lock name. With
 // cfg.PreferWriters, a writer that waits holds new readers back.
 func NewWrite(name string, cfg Config) *Write {
-	w := &Write{rw: newRW(name, cfg), prefer: cfg.PreferWriters, grace: cfg.graceMs()}
+	w := &Write{Traits: Traits{Kind: KindRWWrite}, rw: newRW(name, cfg), prefer: cfg.PreferWriters, grace: cfg.graceMs()}
+	if w.prefer {
+		w.Leaves = w // its announcement, when it waits
+	}
 	w.acquireKeys = []string{name, w.k.Token, w.k.Writers}
 	w.renewKeys = []string{name}
 	return w
 }
-
-func (w *Write) Kind() string { return "rw-write" }
 
 // Try runs rw_write_acquire. With writer preference, an attempt that waits
 // announces the writer, holding new readers back, until its next attempt is
@@ -155,15 +149,9 @@ func (w *Write) Renewal(owner string) *Call {
 	return &Call{script: rwWriteRenew, Keys: w.renewKeys, Args: []string{w.lease, writeField(owner)}}
 }
 
-// Keep is nil: a waiting writer's announcement (writer preference) is
-// renewed by its own attempts, which it makes before the announcement runs out.
-func (w *Write) Keep() *Keep { return nil }
-
-// Abandon runs rw_write_abandon: it withdraws owner's announcement (writer
-// preference; without it there is none, and this does nothing).
+// Abandon runs rw_write_abandon: it withdraws owner's announcement, which
+// a writer that waits under writer preference makes (and renews by its own
+// attempts, before it runs out).
 func (w *Write) Abandon(ctx context.Context, c rueidis.Client, owner string) error {
-	if !w.prefer {
-		return nil
-	}
 	return rwWriteAbandon.exec(ctx, c, []string{w.k.Writers, w.k.RWChannel}, []string{writeField(owner)}).Error()
 }

@@ -61,12 +61,17 @@ func (s *Semaphore) Name() string { return s.k.Name }
 
 // Weighted returns the Protocol of the semaphore's leases of n permits each.
 func (s *Semaphore) Weighted(n int) *Weighted {
-	return &Weighted{s: s, n: n, count: strconv.Itoa(n)}
+	w := &Weighted{Traits: Traits{Kind: KindSemaphore, Weight: n}, s: s, n: n, count: strconv.Itoa(n)}
+	if n > 1 {
+		w.Leaves = w // its claim, when it waits (one permit claims nothing)
+	}
+	return w
 }
 
 // Weighted is a semaphore's leases of n permits each: taken, renewed and
 // given back together. They are never re-entered.
 type Weighted struct {
+	Traits
 	s     *Semaphore
 	n     int
 	count string // n, as the scripts take it
@@ -82,8 +87,6 @@ func (w *Weighted) claim(owner string) string {
 	}
 	return owner + ":" + w.count
 }
-
-func (w *Weighted) Kind() string { return "semaphore" }
 
 // Try runs semaphore_acquire: take n permits for the lease owner. With wait
 // set, an attempt for several permits that must wait leaves or refreshes
@@ -123,29 +126,15 @@ func (w *Weighted) Presence(owner string) Presence {
 	return Presence{Key: w.s.k.SemaphoreTimeout, Members: ids}
 }
 
-// Keep is nil: a waiting claim (for more than one permit) is renewed by
-// the waiter's own attempts, which it makes before the claim runs out.
-func (w *Weighted) Keep() *Keep { return nil }
-
 // Abandon runs semaphore_abandon: it withdraws the claim of owner, a waiter
-// that stops waiting. A waiter for one permit leaves none.
+// for several permits that stops waiting (the claim is renewed by its own
+// attempts, before it runs out).
 func (w *Weighted) Abandon(ctx context.Context, c rueidis.Client, owner string) error {
-	if w.n == 1 {
-		return nil
-	}
 	return semaphoreAbandon.exec(ctx, c, w.s.abandonKeys, []string{w.claim(owner)}).Error()
 }
 
 // Wakeup is the semaphore's channel and its count of permits.
 func (w *Weighted) Wakeup(string) (channel, key string) { return w.s.k.SemaphoreChannel, w.s.k.Name }
-
-// Reentrant is false: a permit taken under another's lease context is
-// another permit.
-func (w *Weighted) Reentrant() bool { return false }
-
-// Weight is n: the hub wakes as many waiters as a release's count of
-// permits serves.
-func (w *Weighted) Weight() int { return w.n }
 
 // OverTotal is the error of an attempt for more permits than the semaphore
 // has in all (available and taken): bad input, it wraps lease.ErrInvalid.
