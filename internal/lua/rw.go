@@ -98,7 +98,6 @@ func (r *Read) Renewal(owner string) *Call {
 	return &Call{script: rwReadRenew, Keys: []string{r.k.Name, r.k.ReadHolds(owner)}, Args: []string{r.lease, owner}}
 }
 
-
 // Write is the write lock of the read-write lock on one name.
 type Write struct {
 	Traits
