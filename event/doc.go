@@ -2,7 +2,7 @@
 // building a primitive of your own (a latch, a barrier): a waiter is woken by
 // a message on its channel or by an invalidation of its key.
 //
-//	h := event.NewHub(rc, false)
+//	h := event.NewHub(rc)
 //	w, err := h.Watch(ctx, "latch:{jobs}:done", "latch:{jobs}")
 //	defer w.Leave()
 //	for !done() { <-w.C() }

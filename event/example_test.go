@@ -21,7 +21,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer rc.Close()
-	h := event.NewHub(rc, false)
+	h := event.NewHub(rc)
 	defer h.Close()
 
 	w, err := h.Watch(ctx, "latch:{jobs}:done", "")

@@ -22,11 +22,13 @@ type Hub struct {
 	once   sync.Once
 }
 
-// NewHub returns a hub subscribing through rc. With tracking, the caller
-// feeds rc's invalidations to Invalidate and Watch tracks keys; without, only
-// messages wake.
-func NewHub(rc rueidis.Client, tracking bool) *Hub {
-	return &Hub{h: hub.NewHub(rc, tracking), closed: make(chan struct{})}
+// NewHub returns a hub subscribing through rc. Watch reads a key it is
+// given through rc's client-side cache, so that Redis tells of its next
+// change: feed rc's invalidations (rueidis.ClientOption.OnInvalidations) to
+// Invalidate, and that change wakes its waiters; a client without the cache
+// only reads it, and messages alone wake.
+func NewHub(rc rueidis.Client) *Hub {
+	return &Hub{h: hub.NewHub(rc, hub.Tracking()), closed: make(chan struct{})}
 }
 
 // Watch registers a waiter on channel, woken also when key changes ("" for

@@ -31,7 +31,7 @@ func newHub(t *testing.T, addr string) *event.Hub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h = event.NewHub(rc, true)
+	h = event.NewHub(rc)
 	close(ready)
 	t.Cleanup(func() { h.Close(); rc.Close() })
 	return h

@@ -69,11 +69,4 @@ func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) { return l.
 // ForceRelease deletes the lock whoever holds it and tells the head of the
 // queue, which stays, for operators; it reports whether there was a lock. Its
 // holder hears at once (at its next renewal without client-side caching).
-func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
-	rc, err := l.e.Redis("force-release")
-	if err != nil {
-		return false, err
-	}
-	ok, err := l.p.ForceRelease(ctx, rc)
-	return ok, l.e.Fail("force-release", err)
-}
+func (l *Lock) ForceRelease(ctx context.Context) (bool, error) { return l.e.ForceRelease(ctx, l.p) }

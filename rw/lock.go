@@ -113,11 +113,4 @@ func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) { return l.
 // ForceRelease deletes the lock whoever holds it and wakes every waiter, for
 // operators, and reports whether there was a lock. Its holders hear at once
 // (at their next renewal without client-side caching).
-func (l *Lock) ForceRelease(ctx context.Context) (bool, error) {
-	rc, err := l.read.Redis("force-release")
-	if err != nil {
-		return false, err
-	}
-	ok, err := l.p.ForceRelease(ctx, rc)
-	return ok, l.read.Fail("force-release", err)
-}
+func (l *Lock) ForceRelease(ctx context.Context) (bool, error) { return l.read.ForceRelease(ctx, l.p) }

@@ -3,7 +3,6 @@ package script_test
 import (
 	"testing"
 
-	"github.com/leasehold/leasehold/internal/hub"
 	"github.com/leasehold/leasehold/script"
 )
 
@@ -41,15 +40,6 @@ func TestKeyNames(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("%s: got %q, want %q", tt.give, tt.got, tt.want)
 		}
-	}
-}
-
-// Every observer of a Client must hear an election's change message: the
-// hub wakes every waiter of a channel for this message only (any other
-// wakes one).
-func TestWakeAllMessageIsTheHubs(t *testing.T) {
-	if script.WakeAllMessage != hub.WakeAllMessage {
-		t.Fatalf("WakeAllMessage %q, want the hub's wake-all message %q", script.WakeAllMessage, hub.WakeAllMessage)
 	}
 }
 

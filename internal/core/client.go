@@ -93,7 +93,10 @@ func NewClient(rc rueidis.Client, owned, tracking bool, o Options) *Client {
 		o.ID = NewID()
 	}
 	c.rc, c.owned, c.id, c.opts = rc, owned, o.ID, o
-	c.hub = hub.NewHub(rc, tracking, hubOpts...)
+	if tracking {
+		hubOpts = append(hubOpts, hub.Tracking())
+	}
+	c.hub = hub.NewHub(rc, hubOpts...)
 	c.keeper = NewKeeper(rc, o.Watchdog, o.Sharded, c.Warn, WaitReplicas(o.Replicas, o.ReplicaTimeout))
 	c.ctx, c.cancel = ctx, cancel
 	return c

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold/internal/core"
+	"github.com/leasehold/leasehold/internal/lua"
 )
 
 // Redis is the Client's rueidis client for operation op, or the error Check
@@ -25,6 +26,18 @@ func (e *Engine) Fail(op string, err error) error {
 		return nil
 	}
 	return core.RedisErr(op, e.name, err)
+}
+
+// ForceRelease runs f's force release, for operators: it deletes the lock
+// whoever holds it, and reports whether there was a lock.
+func (e *Engine) ForceRelease(ctx context.Context, f lua.ForceReleaser) (bool, error) {
+	const op = "force-release"
+	rc, err := e.Redis(op)
+	if err != nil {
+		return false, err
+	}
+	ok, err := f.ForceRelease(ctx, rc)
+	return ok, e.Fail(op, err)
 }
 
 // IsLocked reports whether the lock hash holds any field: one round trip.

@@ -15,14 +15,11 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold/internal/retry"
+	"github.com/leasehold/leasehold/script"
 )
 
 // ErrClosed is returned by Watch once the hub is closed.
 var ErrClosed = errors.New("hub: closed")
-
-// WakeAllMessage is the message that wakes every waiter of a channel
-// (Redisson's read-unlock message); any other message wakes one.
-const WakeAllMessage = "1"
 
 // Hub turns messages and invalidations into wake-ups. The zero value is not
 // usable; create one with NewHub.
@@ -45,14 +42,11 @@ type Hub struct {
 	refused sync.Once   // warns of a refused subscription once
 }
 
-// NewHub returns a hub subscribing through rc. tracking says whether the
-// client-side-cache invalidations of rc reach Invalidate (the hook is wired
-// when the rueidis client is created); without it Track does nothing and
-// expiries are noticed through the waiters' TTL timers only.
-func NewHub(rc rueidis.Client, tracking bool, opts ...HubOption) *Hub {
+// NewHub returns a hub subscribing through rc. Without Tracking, Track does
+// nothing and expiries are noticed through the waiters' TTL timers only.
+func NewHub(rc rueidis.Client, opts ...HubOption) *Hub {
 	h := &Hub{
 		rc:       rc,
-		tracking: tracking,
 		topics:   make(map[string]*topic),
 		byKey:    make(map[string][]*topic),
 		closing:  make(map[string]*topic),
@@ -73,6 +67,12 @@ type HubOption interface{ applyHub(*Hub) }
 type hubOptionFunc func(*Hub)
 
 func (f hubOptionFunc) applyHub(h *Hub) { f(h) }
+
+// Tracking says that rc's client-side-cache invalidations reach Invalidate
+// (the hook is wired when the rueidis client is created): Track then reads
+// a waiter's key through the cache, so that Redis tells of its next change.
+// Default: no tracking.
+func Tracking() HubOption { return hubOptionFunc(func(h *Hub) { h.tracking = true }) }
 
 // Sharded makes the hub subscribe with SSUBSCRIBE (sharded pub/sub, Redis 7+
 // in Redis Cluster), on the connection rueidis keeps to the node of the
@@ -446,7 +446,7 @@ func (h *Hub) deliver(t *topic, msg string) {
 			return
 		}
 	}
-	if msg == WakeAllMessage && !t.counted {
+	if msg == script.WakeAllMessage && !t.counted {
 		h.wakeAll(t)
 	} else {
 		h.wakeOne(t)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/hub"
 	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/script"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -35,7 +36,7 @@ func newHub(t *testing.T, addr string) (*hub.Hub, rueidis.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h = hub.NewHub(rc, true)
+	h = hub.NewHub(rc, hub.Tracking())
 	close(ready)
 	t.Cleanup(func() { h.Close(context.Background()); rc.Close() })
 	return h, rc
@@ -126,7 +127,7 @@ func TestWakeOneAndAll(t *testing.T) {
 			t.Fatal("one message woke more than one waiter")
 		}
 	}
-	srv.Do("PUBLISH", "ch", hub.WakeAllMessage)
+	srv.Do("PUBLISH", "ch", script.WakeAllMessage)
 	for i, w := range ws {
 		if !woken(w, 5*time.Second) {
 			t.Fatalf("waiter %d not woken by the wake-all message", i)

@@ -64,6 +64,13 @@ type Traits struct {
 // Is returns t: a protocol embeds its Traits.
 func (t *Traits) Is() *Traits { return t }
 
+// A ForceReleaser deletes a lock whoever holds it and wakes its waiters
+// the way its kind does (for operators), and reports whether there was a
+// lock to delete.
+type ForceReleaser interface {
+	ForceRelease(ctx context.Context, c rueidis.Client) (bool, error)
+}
+
 // An Abandoner removes what owner left behind while it waited (see
 // Traits.Leaves).
 type Abandoner interface {
