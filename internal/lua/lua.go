@@ -51,18 +51,20 @@ func load(name string) *luaScript {
 	if !ok {
 		panic("lua: no script " + name)
 	}
-	ls := &luaScript{plain: newForm(name, s.Source)}
+	ls := &luaScript{plain: newForm(name, s.Source, s.SHA)}
 	ls.sharded = ls.plain
 	if strings.Contains(s.Source, publishCall) {
-		ls.sharded = newForm(name, strings.ReplaceAll(s.Source, publishCall, spublishCall))
+		// The sharded form is this package's own: its SHA is computed here.
+		src := strings.ReplaceAll(s.Source, publishCall, spublishCall)
+		sum := sha1.Sum([]byte(src))
+		ls.sharded = newForm(name, src, hex.EncodeToString(sum[:]))
 	}
 	loaded[name] = ls
 	return ls
 }
 
-func newForm(name, src string) *form {
-	sum := sha1.Sum([]byte(src))
-	return &form{name: name, src: src, sha: hex.EncodeToString(sum[:]), run: rueidis.NewLuaScript(src)}
+func newForm(name, src, sha string) *form {
+	return &form{name: name, src: src, sha: sha, run: rueidis.NewLuaScript(src)}
 }
 
 // of is the script's form for a client that publishes sharded or not.
