@@ -1,16 +1,16 @@
 package lease
 
-import "github.com/leasehold/leasehold/internal/access"
+import "github.com/leasehold/leasehold/internal/leasestate"
 
 // Future is an acquisition under way, started by AcquireAsync (a Future{}
 // of one's own is an attempt that failed).
 type Future struct {
 	// s is the attempt's state, and the Future's only field: the locks
-	// make an access.Future and hand it out as a *Future (internal/access).
-	s access.Future[*Lease]
+	// make an leasestate.Future and hand it out as a *Future (internal/leasestate).
+	s leasestate.Future[*Lease]
 }
 
-func (f *Future) state() *access.Future[*Lease] { return &f.s }
+func (f *Future) state() *leasestate.Future[*Lease] { return &f.s }
 
 // Done is closed when the attempt has ended, held or not.
 func (f *Future) Done() <-chan struct{} {

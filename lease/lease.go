@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/access"
+	"github.com/leasehold/leasehold/internal/leasestate"
 )
 
 // Lease is one acquisition of a lock, held until Release or until lost:
@@ -15,18 +15,18 @@ import (
 // nothing: it reads as lost).
 type Lease struct {
 	// s is the lease's state, and the Lease's only field: the locks make
-	// an access.Lease and hand it out as a *Lease (internal/access).
-	s access.Lease
+	// an leasestate.Lease and hand it out as a *Lease (internal/leasestate).
+	s leasestate.Lease
 }
 
 // errReleased is the cause of a Lease's context after Release.
 var errReleased = fmt.Errorf("%w: released", ErrNotHeld)
 
 // state is the Lease's state.
-func (l *Lease) state() *access.Lease { return &l.s }
+func (l *Lease) state() *leasestate.Lease { return &l.s }
 
 // hold is the lease's hold: none for a Lease no lock made.
-func (l *Lease) hold() access.Hold {
+func (l *Lease) hold() leasestate.Hold {
 	if h := l.s.Hold(); h != nil {
 		return h
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"unsafe"
 
-	"github.com/leasehold/leasehold/internal/access"
+	"github.com/leasehold/leasehold/internal/leasestate"
 	"github.com/leasehold/leasehold/lease"
 )
 
@@ -12,7 +12,7 @@ import (
 // caller runs it exactly once, in a goroutine it waits for. A lease won
 // after Cancel, or never taken by Result, is released within ReleaseTimeout.
 func NewFuture(ctx context.Context, acquire func(context.Context) (*lease.Lease, error)) (*lease.Future, func()) {
-	f, run := access.NewFuture(ctx, acquire, func(l *lease.Lease) {
+	f, run := leasestate.NewFuture(ctx, acquire, func(l *lease.Lease) {
 		ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
 		defer cancel()
 		_ = l.Release(ctx) // best effort: a failed release lets the lease run out
@@ -21,8 +21,8 @@ func NewFuture(ctx context.Context, acquire func(context.Context) (*lease.Lease,
 }
 
 // AsLease is the Lease users hold for the state s. A lease.Lease is a
-// struct whose only field is an access.Lease, as a lease.Future's is an
-// access.Future: a pointer to the state is a pointer to the public value,
+// struct whose only field is an leasestate.Lease, as a lease.Future's is an
+// leasestate.Future: a pointer to the state is a pointer to the public value,
 // which lets the engine make one without a constructor users could call
-// (internal/access's TestLayout pins it).
-func AsLease(s *access.Lease) *lease.Lease { return (*lease.Lease)(unsafe.Pointer(s)) }
+// (internal/leasestate's TestLayout pins it).
+func AsLease(s *leasestate.Lease) *lease.Lease { return (*lease.Lease)(unsafe.Pointer(s)) }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/leasehold/leasehold/internal/access"
+	"github.com/leasehold/leasehold/internal/leasestate"
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/internal/retry"
 	"github.com/leasehold/leasehold/lease"
@@ -85,7 +85,7 @@ var errReleased = fmt.Errorf("%w: released", lease.ErrNotHeld)
 // Hold is one owner's claim on a lock, shared by the Lease of the first
 // acquisition and the Leases of its reentrant acquisitions. The engine
 // creates it once an acquire script succeeded; users only meet it through
-// lease.Lease, whose access.Hold it is.
+// lease.Lease, whose leasestate.Hold it is.
 //
 // Its context and Lost channel are made when first asked for: a lock taken
 // and released in a hot loop pays for neither.
@@ -113,7 +113,7 @@ type Hold struct {
 	lost     chan struct{}
 }
 
-var _ access.Hold = (*Hold)(nil)
+var _ leasestate.Hold = (*Hold)(nil)
 
 // Scope is what a lease re-enters besides its lock's name: locks of one kind
 // (Kind, its row in lua.Kinds) made from one Client, or one lock made of
@@ -272,7 +272,7 @@ func (h *Hold) NewLease(parent context.Context, token uint64) (*lease.Lease, err
 	if h.cfg.Observer != nil {
 		since = time.Now()
 	}
-	return AsLease(access.NewLease(h, parent, token, since)), nil
+	return AsLease(leasestate.NewLease(h, parent, token, since)), nil
 }
 
 // Lose ends the hold as lost with cause: every Lease's context is cancelled,

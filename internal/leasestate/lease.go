@@ -1,14 +1,15 @@
-// Package access is the state behind package lease's Lease and Future, in a
-// package below both lease and the engine, so that the engine can build them
-// without hooks: lease declares
+// Package leasestate is the state behind package lease's Lease and Future,
+// in a package below both lease and the engine, so that the engine can build
+// them without hooks: lease declares
 //
-//	type Lease access.Lease
-//	type Future access.Future[*Lease]
+//	type Lease struct{ s leasestate.Lease }
+//	type Future struct{ s leasestate.Future[*Lease] }
 //
-// and gives them their methods, and the engine converts what it builds here,
-// (*lease.Lease)(access.NewLease(...)). Users cannot name this package, so
-// they can neither build a Lease nor reach its fields.
-package access
+// and gives them their methods, and the engine hands out what it builds here
+// as the public value, through a pointer to its one field (core.AsLease).
+// Users cannot name this package, so they can neither build a working Lease
+// nor reach its fields.
+package leasestate
 
 import (
 	"context"

@@ -1,23 +1,23 @@
-package access_test
+package leasestate_test
 
 import (
 	"testing"
 	"unsafe"
 
-	"github.com/leasehold/leasehold/internal/access"
+	"github.com/leasehold/leasehold/internal/leasestate"
 	"github.com/leasehold/leasehold/lease"
 )
 
-// The engine hands a *access.Lease out as a *lease.Lease, and a
-// *access.Future as a *lease.Future, by converting the pointer
+// The engine hands a *leasestate.Lease out as a *lease.Lease, and a
+// *leasestate.Future as a *lease.Future, by converting the pointer
 // (core.AsLease): each public type must stay a struct of the one state
 // field. This fails when a field is added to either.
 func TestLayout(t *testing.T) {
-	if a, l := unsafe.Sizeof(access.Lease{}), unsafe.Sizeof(lease.Lease{}); a != l {
-		t.Errorf("lease.Lease is %d bytes, access.Lease %d: the Lease must hold its state and nothing else", l, a)
+	if a, l := unsafe.Sizeof(leasestate.Lease{}), unsafe.Sizeof(lease.Lease{}); a != l {
+		t.Errorf("lease.Lease is %d bytes, leasestate.Lease %d: the Lease must hold its state and nothing else", l, a)
 	}
-	if a, l := unsafe.Sizeof(access.Future[*lease.Lease]{}), unsafe.Sizeof(lease.Future{}); a != l {
-		t.Errorf("lease.Future is %d bytes, access.Future %d: the Future must hold its state and nothing else", l, a)
+	if a, l := unsafe.Sizeof(leasestate.Future[*lease.Lease]{}), unsafe.Sizeof(lease.Future{}); a != l {
+		t.Errorf("lease.Future is %d bytes, leasestate.Future %d: the Future must hold its state and nothing else", l, a)
 	}
 }
 
