@@ -161,7 +161,7 @@ func (f *figures) print(w io.Writer, code int) {
 		fmt.Fprintf(w, "  election observers: %d, reports received: %d, terms reported with a leader: %d\n", f.observers, f.reports, f.terms)
 	}
 	if f.documented > 0 {
-		fmt.Fprintf(w, "  unguarded overlaps where the loss is documented (one server restarted empty, a Sentinel failover without WithReplicas of every replica): %d\n", f.documented)
+		fmt.Fprintf(w, "  unguarded overlaps where the loss is documented (one server restarted empty, a Sentinel failover or split brain without WithReplicas, a server clock stepped forward): %d\n", f.documented)
 	}
 	if len(f.twoHolders) > 0 {
 		fmt.Fprintf(w, "  two holders in a Sentinel split brain without WithReplicas: %v\n", f.twoHolders)

@@ -49,7 +49,8 @@ func (r *rig) waitsOf() []Wait {
 // lock runs out in Redis and a waiter in another process takes it; the
 // Acquire and TryAcquire calls its other goroutines make meanwhile end at
 // their ctx deadlines; once the partition heals, its Client takes the lock
-// again, and it ends with no goroutine left after Close.
+// again, with no more goroutines running than before the partition, and
+// none left after Close.
 func TestPartitionHolder(t *testing.T) {
 	ns := newNetns(t)
 	srv := redistest.StartWith(t, redistest.Config{Host: ns.Host})
