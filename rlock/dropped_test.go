@@ -50,6 +50,16 @@ func TestDroppedConnectionStrandsNoWaiter(t *testing.T) {
 		{name: "pubsub-limit-1kb", tracking: true, limit: "pubsub 1kb 1kb 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// The limit counts only replies queued beyond a client's
+			// reply buffer. Redis 7 and Valkey shrink that buffer to the
+			// client's recent peak (1kb at least), so the bursts of this
+			// load spill over and the limit drops the connection; Redis 6
+			// keeps 16kb for every client, more than this load ever
+			// queues, so no connection is dropped and the case cannot be
+			// made this way there.
+			if name, major := redistest.Version(); tc.limit != "" && name == "redis" && major < 7 {
+				t.Skipf("Redis %d keeps each client's replies in a fixed 16kb buffer, which this load never fills: the pubsub limit never applies", major)
+			}
 			dropped(t, tc.tracking, tc.limit, tc.kill)
 		})
 	}
@@ -74,11 +84,18 @@ func dropped(t *testing.T, tracking bool, limit string, kill bool) {
 		// waiter has only the holder's 30s lease.
 		patience = 10 * time.Second
 	)
-	srv := redistest.Start(t)
+	srv := redistest.Start(t, "--enable-debug-command", "local")
 	if limit != "" {
 		// CONFIG SET rather than an argument: Redis 6.2 does not parse the
 		// class and its three limits from the command line.
 		if err := srv.Do("CONFIG", "SET", "client-output-buffer-limit", limit).Error(); err != nil {
+			t.Fatal(err)
+		}
+		// Each client's reply buffer is shrunk to its peak since the
+		// last reset, every 5s by default: on a busy machine a Client's
+		// peaks stayed high and its buffer large, and some runs dropped
+		// no connection. A reset every 100ms shrinks it between bursts.
+		if err := srv.Do("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "100").Error(); err != nil {
 			t.Fatal(err)
 		}
 	}

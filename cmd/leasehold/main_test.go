@@ -1040,7 +1040,13 @@ func TestHolderConnection(t *testing.T) {
 	}
 
 	// A user whose ACL refuses CLIENT LIST still inspects; no connections.
-	if err := srv.Do("ACL", "SETUSER", "ops", "on", ">pw", "~*", "&*", "+@all", "-client|list").Error(); err != nil {
+	// Redis 6 cannot take one subcommand away (-client|list is Redis 7's):
+	// there the user is refused CLIENT whole.
+	deny := "-client|list"
+	if name, major := redistest.Version(); name == "redis" && major < 7 {
+		deny = "-client"
+	}
+	if err := srv.Do("ACL", "SETUSER", "ops", "on", ">pw", "~*", "&*", "+@all", deny).Error(); err != nil {
 		t.Fatal(err)
 	}
 	wantLines(t, mustCmd(t, srv, "", "-user", "ops", "-password", "pw", "inspect", "invoices"),

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"go.uber.org/goleak"
 
 	"github.com/leasehold/leasehold/internal/redistest"
@@ -70,7 +71,11 @@ type figures struct {
 	violations, leaked, workers          int
 	documented                           int // unguarded overlaps in the documented loss case
 	observers, reports, terms            int // of election observers
+	linearOps, linearChecks              int // porcupine's
+	linearBad                            int // histories it did not find linearizable
 	maxOverrun                           time.Duration
+	twoHolders                           []time.Duration // in Sentinel split brains without WithReplicas
+	stepHeard                            []time.Duration // from a server clock step to the holder's Lost
 	faults                               map[string]int
 	margins                              map[string][]time.Duration
 }
@@ -96,6 +101,28 @@ func (f *figures) observed(o *Observation) {
 	f.reports += o.Reports
 	f.terms += o.Terms
 	f.violations += len(o.Violations)
+}
+
+func (f *figures) linear(l *Linearity) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.linearChecks++
+	f.linearOps += l.Ops
+	if l.Result != porcupine.Ok {
+		f.linearBad++
+	}
+}
+
+func (f *figures) splitBrain(d time.Duration) {
+	f.mu.Lock()
+	f.twoHolders = append(f.twoHolders, d)
+	f.mu.Unlock()
+}
+
+func (f *figures) clockStep(d time.Duration) {
+	f.mu.Lock()
+	f.stepHeard = append(f.stepHeard, d)
+	f.mu.Unlock()
 }
 
 func (f *figures) add(r *Report) {
@@ -127,11 +154,20 @@ func (f *figures) print(w io.Writer, code int) {
 	fmt.Fprintf(w, "  acquisitions checked: %d (waits %d, latest return %v past a ctx deadline)\n", f.acquisitions, f.waits, f.maxOverrun.Round(time.Millisecond))
 	fmt.Fprintf(w, "  fenced writes: %d, refused by the fence: %d; leases lost while held: %d\n", f.writes, f.refused, f.lost)
 	fmt.Fprintf(w, "  overlapping sections: %d, guarded by the fence: %d, unguarded: %d; violations: %d\n", f.overlaps, f.guarded, f.unguarded, f.violations)
+	if f.linearChecks > 0 {
+		fmt.Fprintf(w, "  porcupine: %d histories, %d accesses to the fenced resource; not linearizable: %d\n", f.linearChecks, f.linearOps, f.linearBad)
+	}
 	if f.observers > 0 {
 		fmt.Fprintf(w, "  election observers: %d, reports received: %d, terms reported with a leader: %d\n", f.observers, f.reports, f.terms)
 	}
 	if f.documented > 0 {
-		fmt.Fprintf(w, "  unguarded overlaps where the loss is documented (one server restarted empty, a Sentinel failover without WithReplicas of every replica): %d\n", f.documented)
+		fmt.Fprintf(w, "  unguarded overlaps where the loss is documented (one server restarted empty, a Sentinel failover or split brain without WithReplicas, a server clock stepped forward): %d\n", f.documented)
+	}
+	if len(f.twoHolders) > 0 {
+		fmt.Fprintf(w, "  two holders in a Sentinel split brain without WithReplicas: %v\n", f.twoHolders)
+	}
+	if len(f.stepHeard) > 0 {
+		fmt.Fprintf(w, "  a holder heard the expiry a server clock step forward caused after: %v\n", f.stepHeard)
 	}
 	kinds := make([]string, 0, len(f.faults))
 	for k := range f.faults {
@@ -191,10 +227,17 @@ func newRig(t *testing.T, base WorkerConfig) *rig {
 		t.Skip("-short: the fault suite's worker processes run without it")
 	}
 	t.Helper()
-	res := redistest.Start(t)
+	// The socket's path must fit in 108 bytes: not under t.TempDir().
+	sock, err := os.MkdirTemp("", "lhres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sock) })
+	sock = filepath.Join(sock, "redis.sock")
+	res := redistest.Start(t, "--unixsocket", sock, "--unixsocketperm", "700")
 	r := &rig{t: t, dir: t.TempDir(), base: base, killed: map[string]bool{}, finished: map[string]bool{},
 		resource: NewResource(res.Client(), base.Name)}
-	r.base.Resource = res.Addr()
+	r.base.Resource = sock
 	if r.base.Max == 0 {
 		r.base.Max = 10 * time.Minute
 	}
@@ -222,6 +265,12 @@ func defaults(kind, name string, addrs ...string) WorkerConfig {
 // spawn starts a worker process named id, its configuration changed by mod.
 func (r *rig) spawn(id string, mod func(*WorkerConfig)) *proc {
 	r.t.Helper()
+	return r.spawnIn(nil, id, mod)
+}
+
+// spawnIn is spawn in the network namespace ns, or the test's own if nil.
+func (r *rig) spawnIn(ns *netns, id string, mod func(*WorkerConfig)) *proc {
+	r.t.Helper()
 	cfg := r.base
 	cfg.Addrs = slices.Clone(cfg.Addrs)
 	cfg.Process, cfg.Out = id, filepath.Join(r.dir, id+".jsonl")
@@ -233,6 +282,9 @@ func (r *rig) spawn(id string, mod func(*WorkerConfig)) *proc {
 		r.t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if ns != nil {
+		cmd = ns.Command(os.Args[0], "-test.run=^$")
+	}
 	cmd.Env = append(os.Environ(), WorkerEnv+"="+string(js))
 	logf, err := os.Create(filepath.Join(r.dir, id+".log"))
 	if err != nil {
@@ -502,7 +554,12 @@ func (r *rig) checkWith(waitSlack time.Duration, lossExpected bool) (*Report, []
 	rep := Check(Input{Sections: secs, Waits: waits, Log: log, Killed: r.killed, WaitSlack: waitSlack})
 	r.t.Logf("checked: %v", rep)
 	if lossExpected {
-		for _, v := range rep.Unguarded {
+		r.t.Logf("%d unguarded overlaps in the documented loss", len(rep.Unguarded))
+		for i, v := range rep.Unguarded {
+			if i == 3 {
+				r.t.Logf("... and %d more", len(rep.Unguarded)-3)
+				break
+			}
 			r.t.Logf("documented loss: %s", v)
 		}
 		totals.mu.Lock()
@@ -510,6 +567,7 @@ func (r *rig) checkWith(waitSlack time.Duration, lossExpected bool) (*Report, []
 		totals.mu.Unlock()
 		rep.Unguarded = nil
 	}
+	r.linear(secs, log)
 	for i, v := range rep.Violations() {
 		if i == 20 {
 			r.t.Errorf("... and %d more", len(rep.Violations())-20)
@@ -534,6 +592,33 @@ func (r *rig) checkWith(waitSlack time.Duration, lossExpected bool) (*Report, []
 	totals.add(rep)
 	r.summaries(sums)
 	return rep, secs
+}
+
+// linearTimeout is how long porcupine may search before it gives up
+// (Unknown, which fails the test too): histories of the fault suite are
+// nearly sequential and take it well under a second.
+const linearTimeout = 2 * time.Minute
+
+// linear checks the resource's history with porcupine (CheckLinear) and
+// fails the test unless it is linearizable; an Illegal one is drawn to
+// linear.html in the test's directory, which is kept. A semaphore's
+// sections share token 0 and run at once by design: its history is not one
+// of exclusive sections, and CheckBound checks it instead.
+func (r *rig) linear(secs []Section, log []Accepted) {
+	r.t.Helper()
+	if r.base.Kind == KindSemaphore {
+		return
+	}
+	lin := CheckLinear(secs, log, linearTimeout)
+	r.t.Logf("%v", lin)
+	totals.linear(lin)
+	if lin.Result != porcupine.Ok {
+		path := filepath.Join(os.TempDir(), fmt.Sprintf("leasehold-linear-%s-%d.html", r.base.Name, os.Getpid()))
+		if err := lin.Visualize(path); err != nil {
+			path = err.Error()
+		}
+		r.t.Errorf("the resource's history is not linearizable: %v (see %s)", lin, path)
+	}
 }
 
 // summaries fails the test for each worker not killed that wrote no summary

@@ -37,6 +37,8 @@ type Section struct {
 	Skipped int `json:"skipped,omitempty"`
 	// ReleaseErr is Release's error, if any.
 	ReleaseErr string `json:"release_err,omitempty"`
+	// Goroutines is how many goroutines the worker process ran at Enter.
+	Goroutines int `json:"goroutines,omitempty"`
 }
 
 // End is when the holder stopped acting: its exit, or the loss of its lease
@@ -48,18 +50,22 @@ func (s *Section) End() Mono {
 	return s.Exit
 }
 
-// Write is one write to the fenced resource.
+// Write is one access to the fenced resource, a read or a write: each
+// carries the section's token, and each the resource takes raises its fence.
 type Write struct {
-	Phase string `json:"phase"` // "enter" or "exit"
+	Phase string `json:"phase"` // "enter" (a read) or "exit" (a write)
 	// Issued is read before the holder checked its lease and sent the
 	// write; Done when the reply came.
-	Issued   Mono   `json:"issued"`
-	Done     Mono   `json:"done"`
-	Accepted bool   `json:"accepted"`
-	Err      string `json:"err,omitempty"`
+	Issued   Mono `json:"issued"`
+	Done     Mono `json:"done"`
+	Accepted bool `json:"accepted"`
+	// Value is the number read (enter) or written (exit), when taken.
+	Value int64  `json:"value,omitempty"`
+	Err   string `json:"err,omitempty"`
 }
 
-// Wait is one Acquire call: when it started, its ctx deadline, when it returned.
+// Wait is one Acquire (or TryAcquire) call: when it started, its ctx
+// deadline, when it returned.
 type Wait struct {
 	Holder   string `json:"holder"`
 	Start    Mono   `json:"start"`
@@ -67,6 +73,8 @@ type Wait struct {
 	Returned Mono   `json:"returned"`
 	Acquired bool   `json:"acquired"`
 	Err      string `json:"err,omitempty"`
+	// Try: the call was TryAcquire.
+	Try bool `json:"try,omitempty"`
 }
 
 // Observed is one report an election's observer received from Observe.

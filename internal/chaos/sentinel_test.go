@@ -121,3 +121,96 @@ func TestSentinelFaults(t *testing.T) {
 		})
 	}
 }
+
+// A Sentinel split brain: the primary runs in a network namespace with one
+// worker process (the minority), the replicas, the Sentinels and the other
+// workers outside it (the majority). The minority's worker takes the lock on
+// the primary; then every packet between the two sides is dropped. The
+// Sentinels promote a replica, and a worker of the majority takes the lock
+// there, while the old primary, cut off but not dead, goes on taking the
+// minority's renewals. The partition heals two leases after the majority's
+// first entry; the Sentinels make the old primary a replica of the new one,
+// and the minority's holder hears it has lost the lock. Both variants run at
+// once, each with its own deployment and namespace.
+//
+// Without WithReplicas this is the documented limit of a lock on
+// asynchronously replicated Redis: two holders at once, for the time this
+// test measures (from the majority's entry to the minority's Lost); the
+// checker counts their overlap apart, and asserts only what must still
+// hold: the majority's token is the higher (the fence would refuse a late
+// write of the minority), and the resource's history stays linearizable.
+// With WithReplicas(1, ...), no renewal on the cut-off primary counts (no
+// replica acknowledges it): the minority's lease is lost at its local
+// deadline, before the promoted replica's copy of the lock runs out, and
+// the checker allows no overlap at all. An Acquire of the majority may
+// return up to the workers' dial timeout past its deadline, while its
+// Client redials the old primary: the bug TestDeadlineWhileRedialing pins.
+func TestSentinelSplitBrain(t *testing.T) {
+	for _, v := range []struct {
+		name     string
+		replicas int
+	}{{"plain", 0}, {"WithReplicas(1)", 1}} {
+		t.Run(v.name, func(t *testing.T) {
+			// Side by side: most of each is the Sentinels' timers.
+			t.Parallel()
+			ns := newNetns(t)
+			sn := redistest.StartSentinelWith(t, redistest.Config{Netns: ns.name, Host: ns.Inside}, redistest.Config{Host: ns.Host})
+			old := sn.Primary()
+			base := defaults(KindRLock, "split-brain", sn.Addrs()...)
+			base.Sentinel = redistest.MasterSet
+			base.Replicas, base.ReplicaTimeout = v.replicas, 300*time.Millisecond
+			r := newRig(t, base)
+			minority := r.spawnIn(ns, "minority", func(c *WorkerConfig) { c.Goroutines, c.Hold = 1, 2*time.Minute })
+			enter := r.await(60*time.Second, "enter by the minority", enterOf(minority.id), 0, 1)
+			// The majority's workers, up and waiting for the lock before
+			// the partition (their Open needs the primary).
+			ws := r.spawnN("w", 2, func(c *WorkerConfig) { c.Wait = time.Second })
+			eventually(t, 30*time.Second, "the majority's workers waiting", func() bool {
+				waits := r.waitsOf()
+				for _, w := range ws {
+					if a, _ := timedOut(waits, w.id, 0, Now()); a == 0 {
+						return false
+					}
+				}
+				return true
+			})
+			from := r.writes()
+			ns.Partition()
+			at := Now()
+			totals.fault("Sentinel split brain (partition)", 1)
+			sn.AwaitPrimary(old, 60*time.Second)
+			promoted := Now()
+			next := r.await(60*time.Second, "an entry by the majority", func(a Accepted) bool {
+				return a.Phase == "enter" && process(a.Holder) != minority.id
+			}, from, 1)
+			// The split lasts two leases more: the old primary, cut off,
+			// goes on taking what reaches it meanwhile.
+			time.Sleep(2 * base.Watchdog)
+			ns.Heal()
+			healed := Now()
+			eventually(t, 60*time.Second, "the minority's section to end", func() bool { return r.ended(enter.Holder, enter.Token) })
+			rep, secs := r.checkWith(redialSlack, v.replicas == 0)
+			s := section(t, secs, enter.Holder, enter.Token)
+			n := section(t, secs, next.Holder, next.Token)
+			if s.Lost == 0 {
+				t.Fatalf("the minority's lease (token %d) was not lost", s.Token)
+			}
+			two := s.Lost.Sub(n.Enter)
+			t.Logf("partition at 0: the Sentinels agreed on a new primary at %v, the majority's %s entered at %v (token %d), healed at %v; the minority's %s (token %d) lost at %v (%s)",
+				promoted.Sub(at).Round(time.Millisecond), n.Holder, n.Enter.Sub(at).Round(time.Millisecond), n.Token,
+				healed.Sub(at).Round(time.Millisecond), s.Holder, s.Token, s.Lost.Sub(at).Round(time.Millisecond), s.LostErr)
+			if n.Token <= s.Token {
+				t.Errorf("the majority's token %d is not above the minority's %d", n.Token, s.Token)
+			}
+			if v.replicas > 0 {
+				if two >= 0 {
+					t.Errorf("with WithReplicas, two holders for %v", two)
+				}
+				return
+			}
+			t.Logf("two holders for %v, of which %v after the heal (%d overlapping sections, %d guarded by the fence)",
+				max(two, 0).Round(time.Millisecond), s.Lost.Sub(healed).Round(time.Millisecond), rep.Overlaps, rep.Guarded)
+			totals.splitBrain(max(two, 0))
+		})
+	}
+}

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -62,7 +64,8 @@ type WorkerConfig struct {
 	Name string `json:"name"`
 	// Addrs are the lock's Redis servers: one, or one per RedLock node.
 	Addrs []string `json:"addrs"`
-	// Resource is the fenced resource's Redis server.
+	// Resource is the unix socket of the fenced resource's Redis server:
+	// out of reach of the faults of the network, as the resource must be.
 	Resource   string `json:"resource"`
 	Goroutines int    `json:"goroutines"`
 	// Observers, for KindElection, is how many goroutines of the process
@@ -77,6 +80,9 @@ type WorkerConfig struct {
 	Think time.Duration `json:"think"`
 	// Wait is the ctx deadline of each Acquire.
 	Wait time.Duration `json:"wait"`
+	// Try is how many of the goroutines (the last ones) call TryAcquire,
+	// with the same ctx deadline, instead of Acquire.
+	Try int `json:"try,omitempty"`
 	// NodeTimeout is the RedLock's per-node timeout.
 	NodeTimeout time.Duration `json:"node_timeout"`
 	// LateWrite makes the exit write go out even after the lease was lost:
@@ -122,7 +128,10 @@ func RunWorker(cfg WorkerConfig) error {
 	limit := time.AfterFunc(cfg.Max, halt)
 	defer limit.Stop()
 
-	res, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{cfg.Resource}, DisableCache: true})
+	res, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{cfg.Resource}, DisableCache: true, ForceSingleClient: true,
+		DialCtxFn: func(ctx context.Context, path string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", path)
+		}})
 	if err != nil {
 		return fmt.Errorf("resource: %w", err)
 	}
@@ -193,7 +202,7 @@ func (w *worker) run(ctx context.Context, cs []*leasehold.Client, res rueidis.Cl
 		wg.Go(func() {
 			holder := cfg.Process + "/g" + strconv.Itoa(g)
 			gr := &goroutine{cfg: cfg, holder: holder, locker: cfg.locker(cs, res, holder),
-				resource: resource, emit: w.emit, stop: w.stop}
+				resource: resource, emit: w.emit, stop: w.stop, try: g >= cfg.Goroutines-cfg.Try}
 			gr.loop()
 		})
 	}
@@ -335,7 +344,21 @@ type goroutine struct {
 	resource *Resource
 	emit     func(Record)
 	stop     <-chan struct{}
-	sections int // sections so far, to name them
+	try      bool // TryAcquire, not Acquire
+	sections int  // sections so far, to name them
+}
+
+// tryer is a lock's TryAcquire.
+type tryer interface {
+	TryAcquire(ctx context.Context) (*lease.Lease, error)
+}
+
+// acquire makes one Acquire, or one TryAcquire if the goroutine tries.
+func (w *goroutine) acquire(ctx context.Context) (*lease.Lease, error) {
+	if t, ok := w.locker.(tryer); ok && w.try {
+		return t.TryAcquire(ctx)
+	}
+	return w.locker.Acquire(ctx)
 }
 
 func (w *goroutine) stopped() bool {
@@ -351,8 +374,8 @@ func (w *goroutine) loop() {
 	for !w.stopped() {
 		ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Wait)
 		start := Now()
-		ls, err := w.locker.Acquire(ctx)
-		wait := &Wait{Holder: w.holder, Start: start, Deadline: start.Add(w.cfg.Wait), Returned: Now(), Acquired: err == nil}
+		ls, err := w.acquire(ctx)
+		wait := &Wait{Holder: w.holder, Start: start, Deadline: start.Add(w.cfg.Wait), Returned: Now(), Acquired: err == nil, Try: w.try}
 		cancel()
 		if err != nil {
 			wait.Err = err.Error()
@@ -383,7 +406,8 @@ func (w *goroutine) pause(d time.Duration) {
 // section runs one critical section under ls and records it.
 func (w *goroutine) section(ls *lease.Lease) {
 	w.sections++
-	s := &Section{Holder: w.holder, ID: w.holder + "#" + strconv.Itoa(w.sections), Owner: ls.Owner(), Token: ls.Token(), Enter: Now()}
+	s := &Section{Holder: w.holder, ID: w.holder + "#" + strconv.Itoa(w.sections), Owner: ls.Owner(), Token: ls.Token(), Enter: Now(),
+		Goroutines: runtime.NumGoroutine()}
 	// The lease's context is cancelled first thing when it is lost (before
 	// Lost closes), and on release: the time it ends, if lost, is when the
 	// holder can first know.
@@ -394,7 +418,7 @@ func (w *goroutine) section(ls *lease.Lease) {
 		defer close(watched)
 		lost = Now()
 	})
-	w.write(s, lctx, "enter", false)
+	read, ok := w.write(s, lctx, "enter", 0, false)
 	hold := w.cfg.Hold/2 + rand.N(w.cfg.Hold/2+1)
 	t := time.NewTimer(hold)
 	var knew Mono // when this goroutine saw the context end, if it did here
@@ -405,7 +429,12 @@ func (w *goroutine) section(ls *lease.Lease) {
 	case <-w.stop: // told to finish: cut the section short
 	}
 	t.Stop()
-	w.write(s, lctx, "exit", w.cfg.LateWrite)
+	if ok {
+		// One more than it read: a write that went in after another
+		// section's access would lose that section's update, unless the
+		// fence refuses it.
+		w.write(s, lctx, "exit", read+1, w.cfg.LateWrite)
+	}
 	s.Exit = Now()
 	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	if err := ls.Release(rctx); err != nil {
@@ -432,23 +461,26 @@ func (w *goroutine) section(ls *lease.Lease) {
 	w.emit(Record{Section: s})
 }
 
-// write sends one fenced write, unless the lease is no longer valid and
-// late is not set. Issued is read before the check, so a write issued
-// after the loss is one the holder should not have made.
-func (w *goroutine) write(s *Section, lctx context.Context, phase string, late bool) {
+// write sends one fenced access (phase "enter" reads, "exit" writes value),
+// unless the lease is no longer valid and late is not set. Issued is read
+// before the check, so an access issued after the loss is one the holder
+// should not have made. It reports the value read or written, and whether
+// the resource took it.
+func (w *goroutine) write(s *Section, lctx context.Context, phase string, value int64, late bool) (int64, bool) {
 	issued := Now()
 	if lctx.Err() != nil && !late {
 		s.Skipped++
-		return
+		return 0, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ok, err := w.resource.Write(ctx, s.Token, s.ID, phase, issued)
-	wr := Write{Phase: phase, Issued: issued, Done: Now(), Accepted: ok}
+	ok, v, err := w.resource.Write(ctx, s.Token, s.ID, phase, value, issued)
+	wr := Write{Phase: phase, Issued: issued, Done: Now(), Accepted: ok, Value: v}
 	if err != nil {
 		wr.Err = err.Error()
 	}
 	s.Writes = append(s.Writes, wr)
+	return v, ok
 }
 
 // noLock excludes nobody: each Acquire draws the next token from the lock's

@@ -51,6 +51,8 @@ type Sentinel struct {
 	// switches is how many +switch-master each Sentinel had announced when
 	// the last fault began.
 	switches []int
+	// rest is where the replicas and the Sentinels run (StartSentinelWith).
+	rest Config
 }
 
 // StartSentinel starts a primary, two replicas of it and three Sentinels that
@@ -60,14 +62,24 @@ type Sentinel struct {
 // It fails the test if the deployment is not ready in 30s.
 func StartSentinel(tb testing.TB) *Sentinel {
 	tb.Helper()
+	return StartSentinelWith(tb, Config{}, Config{})
+}
+
+// StartSentinelWith is StartSentinel with the first primary run as primary
+// says and the replicas and Sentinels as rest says (their Args are not
+// used): a primary in a network namespace of its own can be cut from the
+// others.
+func StartSentinelWith(tb testing.TB, primary, rest Config) *Sentinel {
+	tb.Helper()
 	if testing.Short() {
 		tb.Skip("-short: Sentinel tests run without it")
 	}
-	s := &Sentinel{tb: tb}
-	primary := Start(tb, nodeArgs(nil)...)
-	s.Nodes = append(s.Nodes, primary)
+	s := &Sentinel{tb: tb, rest: rest}
+	primary.Args = nodeArgs(nil, primary)
+	p := StartWith(tb, primary)
+	s.Nodes = append(s.Nodes, p)
 	for range 2 {
-		s.Nodes = append(s.Nodes, Start(tb, nodeArgs(primary)...))
+		s.Nodes = append(s.Nodes, StartWith(tb, Config{Netns: rest.Netns, Host: rest.Host, Env: rest.Env, Args: nodeArgs(p, rest)}))
 	}
 	ports, ids := sentinelIDs(tb, 3)
 	for i := range ports {
@@ -112,16 +124,16 @@ func (s *Sentinel) sentinelConf(i int, ports []int, ids []string) string {
 	var conf strings.Builder
 	fmt.Fprintf(&conf, "sentinel myid %s\n", ids[i])
 	conf.WriteString("sentinel resolve-hostnames no\n")
-	fmt.Fprintf(&conf, "sentinel monitor %s 127.0.0.1 %d 2\n", MasterSet, s.Nodes[0].Port())
+	fmt.Fprintf(&conf, "sentinel monitor %s %s %d 2\n", MasterSet, s.Nodes[0].hostname(), s.Nodes[0].Port())
 	fmt.Fprintf(&conf, "sentinel down-after-milliseconds %s %d\n", MasterSet, downAfter.Milliseconds())
 	fmt.Fprintf(&conf, "sentinel failover-timeout %s %d\n", MasterSet, failoverTimeout.Milliseconds())
 	fmt.Fprintf(&conf, "sentinel parallel-syncs %s 2\n", MasterSet)
 	for _, r := range s.Nodes[1:] {
-		fmt.Fprintf(&conf, "sentinel known-replica %s 127.0.0.1 %d\n", MasterSet, r.Port())
+		fmt.Fprintf(&conf, "sentinel known-replica %s %s %d\n", MasterSet, r.hostname(), r.Port())
 	}
 	for j := range ports {
 		if j != i {
-			fmt.Fprintf(&conf, "sentinel known-sentinel %s 127.0.0.1 %d %s\n", MasterSet, ports[j], ids[j])
+			fmt.Fprintf(&conf, "sentinel known-sentinel %s %s %d %s\n", MasterSet, s.sentinelHost(), ports[j], ids[j])
 		}
 	}
 	return conf.String()
@@ -138,7 +150,8 @@ func (s *Sentinel) startSentinel(i int, ports []int, ids []string) *Server {
 		tb.Fatalf("redistest: %v", err)
 	}
 	// notice: the log then tells every step of a failover.
-	sn := &Server{tb: tb, port: ports[i], conf: path, dir: dir, args: []string{"--sentinel", "--loglevel", "notice"}}
+	sn := &Server{tb: tb, port: ports[i], conf: path, dir: dir, args: []string{"--sentinel", "--loglevel", "notice"},
+		netns: s.rest.Netns, host: s.rest.Host, env: s.rest.Env}
 	if err := sn.start(); err != nil {
 		tb.Fatalf("redistest: sentinel %d: %v", i, err)
 	}
@@ -146,13 +159,27 @@ func (s *Sentinel) startSentinel(i int, ports []int, ids []string) *Server {
 	return sn
 }
 
-// nodeArgs are the arguments of a data node, a replica of primary unless nil.
-func nodeArgs(primary *Server) []string {
+// sentinelHost is the address the Sentinels listen on and announce.
+func (s *Sentinel) sentinelHost() string {
+	if s.rest.Host != "" {
+		return s.rest.Host
+	}
+	return "127.0.0.1"
+}
+
+// nodeArgs are the arguments of a data node run as at says, a replica of
+// primary unless nil.
+func nodeArgs(primary *Server, at Config) []string {
 	// Without the default 5s wait for more replicas before a diskless
 	// sync: any node may be the primary a replica syncs with.
 	args := []string{"--repl-diskless-sync-delay", "0"}
+	if at.Host != "" {
+		// The address the others reach it at, not the one its
+		// primary sees its connection come from.
+		args = append(args, "--replica-announce-ip", at.Host)
+	}
 	if primary != nil {
-		args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port()))
+		args = append(args, "--replicaof", primary.hostname(), strconv.Itoa(primary.Port()))
 	}
 	return args
 }
@@ -321,7 +348,7 @@ func (s *Sentinel) promoted(old *Server) (*Server, string) {
 // as an operator brings a failed node back.
 func (s *Sentinel) Rejoin(n *Server) {
 	s.tb.Helper()
-	n.args = nodeArgs(s.Primary())
+	n.args = nodeArgs(s.Primary(), Config{Host: n.host})
 	n.Restart()
 }
 

@@ -23,6 +23,9 @@ import (
 type Server struct {
 	tb      testing.TB // nil for Launch
 	port    int
+	netns   string   // Config.Netns
+	host    string   // Config.Host
+	env     []string // Config.Env
 	args    []string
 	conf    string // a config file, passed first (a sentinel's); "" for none
 	dir     string
@@ -78,6 +81,30 @@ func parseVersion(out string) (name string, major int) {
 func Start(tb testing.TB, args ...string) *Server {
 	tb.Helper()
 	s := &Server{tb: tb, args: args, dir: tb.TempDir()}
+	if err := s.launch(); err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// Config is where StartWith runs a server, and how.
+type Config struct {
+	// Netns is the network namespace (ip netns) to run it in; "" for the
+	// test's own. It needs root, and a namespace whose loopback is up.
+	Netns string
+	// Host is the address it listens on besides 127.0.0.1, and the one
+	// Addr gives; "" for 127.0.0.1 alone. A replica announces it.
+	Host string
+	// Env is added to the server's environment (LD_PRELOAD=...).
+	Env  []string
+	Args []string
+}
+
+// StartWith runs a redis-server as Start does, where and as cfg says.
+func StartWith(tb testing.TB, cfg Config) *Server {
+	tb.Helper()
+	s := &Server{tb: tb, netns: cfg.Netns, host: cfg.Host, env: cfg.Env, args: cfg.Args, dir: tb.TempDir()}
 	if err := s.launch(); err != nil {
 		tb.Fatalf("redistest: %v", err)
 	}
@@ -154,19 +181,29 @@ func portFree(port int) bool {
 }
 
 func (s *Server) start() error {
-	argv := append([]string{
-		"--port", strconv.Itoa(s.port),
-		"--bind", "127.0.0.1",
+	argv := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1"}
+	if s.host != "" && s.host != "127.0.0.1" {
+		argv = append(argv, s.host) // --bind takes several
+	}
+	argv = append(argv,
 		"--save", "",
 		"--appendonly", "no",
 		"--dir", s.dir,
 		"--protected-mode", "no",
 		"--loglevel", "warning",
-	}, compatible(s.args)...)
+	)
+	argv = append(argv, compatible(s.args)...)
 	if s.conf != "" {
 		argv = append([]string{s.conf}, argv...) // redis-server reads a file only as argv[1]
 	}
 	cmd := exec.Command(Binary(), argv...)
+	if s.netns != "" {
+		// ip netns exec runs the server in place of itself: same pid.
+		cmd = exec.Command("ip", append([]string{"netns", "exec", s.netns, Binary()}, argv...)...)
+	}
+	if len(s.env) > 0 {
+		cmd.Env = append(os.Environ(), s.env...)
+	}
 	log, err := os.OpenFile(filepath.Join(s.dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -221,8 +258,16 @@ func ping(addr string) error {
 	return nil
 }
 
-// Addr is the server's host:port.
-func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+// Addr is the server's host:port: its Config's Host, or 127.0.0.1.
+func (s *Server) Addr() string { return net.JoinHostPort(s.hostname(), strconv.Itoa(s.port)) }
+
+// hostname is the host of Addr.
+func (s *Server) hostname() string {
+	if s.host != "" {
+		return s.host
+	}
+	return "127.0.0.1"
+}
 
 // Port is the server's port.
 func (s *Server) Port() int { return s.port }

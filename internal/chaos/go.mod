@@ -1,0 +1,18 @@
+module github.com/leasehold/leasehold/internal/chaos
+
+go 1.25.0
+
+require (
+	github.com/anishathalye/porcupine v1.3.1
+	github.com/leasehold/leasehold v0.1.0
+	github.com/redis/rueidis v1.0.79
+	go.uber.org/goleak v1.3.0
+	golang.org/x/sys v0.47.0
+)
+
+require (
+	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+)
+
+replace github.com/leasehold/leasehold => ../..
