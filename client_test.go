@@ -15,8 +15,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/leasehold/leasehold"
-	"github.com/leasehold/leasehold/internal/redistest"
-	"github.com/leasehold/leasehold/internal/testmain"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
+	"github.com/leasehold/leasehold/internal/harness/testmain"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rlock"
 )

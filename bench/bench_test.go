@@ -55,8 +55,8 @@ import (
 	"github.com/redis/rueidis/rueidislock"
 
 	"github.com/leasehold/leasehold"
-	"github.com/leasehold/leasehold/internal/locktest"
-	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/harness/locktest"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/script"
 )

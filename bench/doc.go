@@ -5,7 +5,7 @@
 //
 //	cd bench && go test -run '^$' -bench . -count 5 .   # bench.sh runs it all
 //
-// It uses the tests' harness (internal/redistest, internal/locktest): Go lets
+// It uses the tests' harness (internal/harness/redistest, internal/harness/locktest): Go lets
 // any package under github.com/leasehold/leasehold import those, a nested
 // module's too. Internal packages make no promise from one version to the
 // next, which is why this module is never released and is built against the

@@ -3,7 +3,7 @@ package bench_test
 // The redisson runner: Redisson's RLock protocol (RedissonLock, Redisson
 // 3.44 and later) over a plain rueidis client, as a stand-in for what the
 // Redisson layout costs Redis without leasehold's fencing token. It sends
-// what RedissonLock sends, the scripts verbatim (internal/redistest), by
+// what RedissonLock sends, the scripts verbatim (internal/harness/redistest), by
 // EVALSHA as Redisson's script cache does:
 //
 //   - lock: the lock script on NAME with a 30s lease and the owner
@@ -38,7 +38,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
 )
 
 var (

@@ -9,9 +9,9 @@ import (
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/election"
-	"github.com/leasehold/leasehold/internal/locktest"
-	"github.com/leasehold/leasehold/internal/redistest"
-	"github.com/leasehold/leasehold/internal/testmain"
+	"github.com/leasehold/leasehold/internal/harness/locktest"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
+	"github.com/leasehold/leasehold/internal/harness/testmain"
 	"github.com/leasehold/leasehold/lease"
 )
 
@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"))
 }
 
-// Shared test helpers (internal/locktest).
+// Shared test helpers (internal/harness/locktest).
 var (
 	openAt     = locktest.OpenAt
 	eventually = locktest.Eventually

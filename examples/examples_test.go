@@ -185,7 +185,7 @@ func TestExamples(t *testing.T) {
 // Each example must still build when its directory is copied out of the
 // module on its own: this fails when one imports a package under
 // internal/, which only this module may import, or links package testing,
-// as all did while they found their Redis through internal/redistest. (The
+// as all did while they found their Redis through internal/harness/redistest. (The
 // public packages they import use leasehold's internal packages, which is
 // fine: those come with the module.)
 func TestExamplesStandAlone(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/fairqueue"
-	"github.com/leasehold/leasehold/internal/locktest"
-	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/harness/locktest"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
 )
 
 // A release tells the head of the queue after its writes. With PUBLISH denied

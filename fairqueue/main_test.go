@@ -11,12 +11,12 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/leasehold/leasehold/internal/locktest"
+	"github.com/leasehold/leasehold/internal/harness/locktest"
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/fairqueue"
-	"github.com/leasehold/leasehold/internal/redistest"
-	"github.com/leasehold/leasehold/internal/testmain"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
+	"github.com/leasehold/leasehold/internal/harness/testmain"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/script"
 )
@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 	testmain.Run(m, []*string{&redisAddr}, goleak.IgnoreCurrent())
 }
 
-// Shared test helpers (internal/locktest).
+// Shared test helpers (internal/harness/locktest).
 var (
 	open        = locktest.Open
 	eventually  = locktest.Eventually

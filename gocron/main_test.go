@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/leasehold/leasehold/internal/testmain"
+	"github.com/leasehold/leasehold/internal/harness/testmain"
 )
 
 // redisAddr is the redis-server the examples run against, started by

@@ -18,7 +18,7 @@ import (
 // against, started by TestMain. Tests use lock names of their own.
 var redisAddr string
 
-// The module cannot import the main module's internal/redistest, so it
+// The module cannot import the main module's internal/harness/redistest, so it
 // starts its redis-server itself, as that harness does. The server runs
 // inside the goleak check: it leaves no goroutine behind once stopped.
 func TestMain(m *testing.M) {

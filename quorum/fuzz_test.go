@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold"
-	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/quorum"
 	"github.com/leasehold/leasehold/rlock"

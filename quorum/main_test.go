@@ -8,9 +8,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/leasehold/leasehold"
-	"github.com/leasehold/leasehold/internal/locktest"
-	"github.com/leasehold/leasehold/internal/redistest"
-	"github.com/leasehold/leasehold/internal/testmain"
+	"github.com/leasehold/leasehold/internal/harness/locktest"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
+	"github.com/leasehold/leasehold/internal/harness/testmain"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rlock"
 	"github.com/leasehold/leasehold/script"
@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 	testmain.Run(m, []*string{&redisAddrs[0], &redisAddrs[1], &redisAddrs[2]}, goleak.IgnoreCurrent())
 }
 
-// Shared test helpers (internal/locktest).
+// Shared test helpers (internal/harness/locktest).
 var (
 	open        = locktest.Open
 	openAt      = locktest.OpenAt

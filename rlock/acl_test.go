@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/locktest"
-	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/harness/locktest"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
 	"github.com/leasehold/leasehold/rlock"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rlock"
 )

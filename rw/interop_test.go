@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rw"
 	"github.com/leasehold/leasehold/script"

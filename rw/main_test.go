@@ -9,9 +9,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/leasehold/leasehold"
-	"github.com/leasehold/leasehold/internal/locktest"
-	"github.com/leasehold/leasehold/internal/redistest"
-	"github.com/leasehold/leasehold/internal/testmain"
+	"github.com/leasehold/leasehold/internal/harness/locktest"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
+	"github.com/leasehold/leasehold/internal/harness/testmain"
 	"github.com/leasehold/leasehold/lease"
 )
 
@@ -19,7 +19,7 @@ import (
 // their own, and checks for leaked goroutines.
 func TestMain(m *testing.M) { testmain.Run(m, []*string{&redisAddr}, goleak.IgnoreCurrent()) }
 
-// Shared test helpers (internal/locktest).
+// Shared test helpers (internal/harness/locktest).
 var (
 	open        = locktest.Open
 	openOpt     = locktest.OpenAt

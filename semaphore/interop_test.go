@@ -12,9 +12,9 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold"
-	"github.com/leasehold/leasehold/internal/locktest"
+	"github.com/leasehold/leasehold/internal/harness/locktest"
 	"github.com/leasehold/leasehold/internal/lua"
-	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/script"
 	"github.com/leasehold/leasehold/semaphore"

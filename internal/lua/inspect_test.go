@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
 )
 
 // Inspect reads each kind of lock as the library's own scripts leave it:

@@ -19,7 +19,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold"
-	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
 	"github.com/leasehold/leasehold/lease"
 )
 

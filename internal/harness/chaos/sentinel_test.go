@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
 )
 
 // sentinelFaults are the ways the primary of a Sentinel deployment goes, each

@@ -1,4 +1,4 @@
-module github.com/leasehold/leasehold/internal/chaos
+module github.com/leasehold/leasehold/internal/harness/chaos
 
 go 1.25.0
 
@@ -15,4 +15,4 @@ require (
 	golang.org/x/sync v0.22.0 // indirect
 )
 
-replace github.com/leasehold/leasehold => ../..
+replace github.com/leasehold/leasehold => ../../..

@@ -22,7 +22,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
 )
 
 // Run starts one redis-server for each address pointer and sets the address,

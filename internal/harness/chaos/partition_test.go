@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold"
-	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
 	"github.com/leasehold/leasehold/rlock"
 )
 

@@ -228,7 +228,7 @@ func (w *worker) summary(before goleak.Option) *Summary {
 	// the connections it dropped 5s later, Close or not: give it 7s.
 	deadline := time.Now().Add(7 * time.Second)
 	for {
-		err := goleak.Find(goleak.IgnoreAnyFunction("github.com/leasehold/leasehold/internal/chaos.watchStdin"), before)
+		err := goleak.Find(goleak.IgnoreAnyFunction("github.com/leasehold/leasehold/internal/harness/chaos.watchStdin"), before)
 		if err != nil && time.Now().Before(deadline) {
 			continue
 		}

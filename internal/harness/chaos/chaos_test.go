@@ -21,7 +21,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"go.uber.org/goleak"
 
-	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
 )
 
 var longFlag = flag.Bool("long", false, "run the long form of the fault tests (also LEASEHOLD_CHAOS_LONG=1)")

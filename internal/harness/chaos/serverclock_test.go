@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/redistest"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
 )
 
 // clockShim is an LD_PRELOAD library that shifts a process's wall clock
