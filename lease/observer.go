@@ -53,7 +53,7 @@ func (k Kind) String() string {
 type Event struct {
 	Kind Kind
 	// Lock is the kind of lock: "rlock", "fair", "rw-read", "rw-write",
-	// "election" (a semaphore's permits: "semaphore").
+	// "semaphore" (its permits), "election".
 	Lock  string
 	Name  string // the lock name
 	Owner string // CLIENT_ID:LEASE_ID; empty for Abandoned

@@ -37,15 +37,25 @@ func readState(ctx context.Context, rc rueidis.Client, name string) (*lock, erro
 // way its kind does, through the scripts leasehold's own ForceRelease runs.
 // It reports whether there was a lock to delete.
 func forceRelease(ctx context.Context, rc rueidis.Client, s *lock) (bool, error) {
-	switch s.Shape {
+	f := forceReleaser(s.Shape, s.Name)
+	if f == nil {
+		return false, nil
+	}
+	return f.ForceRelease(ctx, rc)
+}
+
+// forceReleaser is the force release of a lock of shape named name, nil for
+// a shape that has none (a semaphore's permits, a free name).
+func forceReleaser(shape lua.Shape, name string) lua.ForceReleaser {
+	switch shape {
 	case lua.ShapeRLock, lua.ShapeElection:
 		// The leader's next renewal finds NAME gone, deletes {NAME}:leader
 		// and tells the observers; the unlock message wakes a campaigner.
-		return lua.NewLock(s.Name, lua.Config{}).ForceRelease(ctx, rc)
+		return lua.NewLock(name, lua.Config{})
 	case lua.ShapeFair:
-		return lua.NewFair(s.Name, lua.Config{}).ForceRelease(ctx, rc)
+		return lua.NewFair(name, lua.Config{})
 	case lua.ShapeRW:
-		return lua.NewWrite(s.Name, lua.Config{}).ForceRelease(ctx, rc)
+		return lua.NewWrite(name, lua.Config{})
 	}
-	return false, nil
+	return nil
 }
