@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold"
-	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/internal/harness/redistest"
+	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/script"
 	"github.com/leasehold/leasehold/semaphore"

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/internal/harness/redistest"
+	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/script"
 	"github.com/leasehold/leasehold/semaphore"
 )

@@ -46,12 +46,12 @@ type Hub struct {
 // nothing and expiries are noticed through the waiters' TTL timers only.
 func NewHub(rc rueidis.Client, opts ...HubOption) *Hub {
 	h := &Hub{
-		rc:       rc,
-		topics:   make(map[string]*topic),
-		byKey:    make(map[string][]*topic),
-		closing:  make(map[string]*topic),
-		done:     make(chan struct{}),
-		quit:     context.Background(),
+		rc:      rc,
+		topics:  make(map[string]*topic),
+		byKey:   make(map[string][]*topic),
+		closing: make(map[string]*topic),
+		done:    make(chan struct{}),
+		quit:    context.Background(),
 	}
 	for _, o := range opts {
 		if o != nil {

@@ -8,8 +8,8 @@ import (
 	"github.com/redis/rueidis"
 	"go.uber.org/goleak"
 
-	"github.com/leasehold/leasehold/internal/hub"
 	"github.com/leasehold/leasehold/internal/harness/redistest"
+	"github.com/leasehold/leasehold/internal/hub"
 	"github.com/leasehold/leasehold/script"
 )
 
