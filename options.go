@@ -11,9 +11,9 @@ import (
 	"github.com/leasehold/leasehold/lease"
 )
 
-// DefaultWatchdog is the lease a watchdog keeps renewing when WithWatchdog is
-// not given, as Redisson's lockWatchdogTimeout.
-const DefaultWatchdog = 30 * time.Second
+// defaultWatchdog is the lease a watchdog keeps renewing when WithWatchdog
+// is not given, as Redisson's lockWatchdogTimeout.
+const defaultWatchdog = 30 * time.Second
 
 // An Option configures a Client in Open or New.
 type Option interface{ apply(*options) }
@@ -89,7 +89,7 @@ func WithReplicas(n int, timeout time.Duration) Option {
 }
 
 func resolve(opts []Option) (options, error) {
-	o := options{Options: core.Options{Watchdog: DefaultWatchdog}, name: defaultName()}
+	o := options{Options: core.Options{Watchdog: defaultWatchdog}, name: defaultName()}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)

@@ -38,9 +38,6 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	return &Lock{e.Bound(), e, p}
 }
 
-// Name is the lock name, the Redis key of its hash.
-func (l *Lock) Name() string { return l.e.Name() }
-
 // Acquire queues and blocks until the lock is held or ctx is done; on
 // failure it returns a *lease.Error, holds nothing and has left the queue.
 // Under a lease of this lock in ctx, it re-enters at once.

@@ -5,49 +5,30 @@ import (
 	"time"
 )
 
-// Kind is what happened to a lease, in an Event.
-type Kind int
+// Kind is what happened to a lease, in an Event: its name in lower case.
+type Kind string
 
 // The kinds of Event.
 const (
 	// Acquired: an Acquire or TryAcquire returned a lease (Waited set).
-	Acquired Kind = iota + 1
+	Acquired Kind = "acquired"
 	// Abandoned: an Acquire or TryAcquire returned without the lock
 	// (Waited and Err set): another owner held it (TryAcquire), its ctx
 	// ended, the Client closed, bad input, or Redis failed it.
-	Abandoned
+	Abandoned Kind = "abandoned"
 	// Renewed: a renewal round confirmed a watchdog hold (Took set: the
 	// round's time).
-	Renewed
+	Renewed Kind = "renewed"
 	// Released: a lease was released (Held set; Err set if the release
 	// failed).
-	Released
+	Released Kind = "released"
 	// Lost: a hold was lost (Held and Err set).
-	Lost
+	Lost Kind = "lost"
 	// Warning: the Client found something in Redis that puts its locks at
 	// risk or slows them, once per cause (Err says what: a memory policy
 	// that can evict lock keys, PUBLISH or SUBSCRIBE refused by an ACL).
-	Warning
+	Warning Kind = "warning"
 )
-
-// String returns the kind's name in lower case: "acquired", "lost", ...
-func (k Kind) String() string {
-	switch k {
-	case Acquired:
-		return "acquired"
-	case Abandoned:
-		return "abandoned"
-	case Renewed:
-		return "renewed"
-	case Released:
-		return "released"
-	case Lost:
-		return "lost"
-	case Warning:
-		return "warning"
-	}
-	return "unknown"
-}
 
 // Event is one thing that happened to a lease, as an Observer hears it.
 type Event struct {

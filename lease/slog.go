@@ -47,7 +47,7 @@ func (o slogObserver) Observe(e Event) {
 	if e.Err != nil {
 		attrs = append(attrs, slog.Any("err", e.Err))
 	}
-	o.l.LogAttrs(ctx, level, "lease "+e.Kind.String(), attrs...)
+	o.l.LogAttrs(ctx, level, "lease "+string(e.Kind), attrs...)
 }
 
 // slogLevel is the level SlogObserver logs e at.

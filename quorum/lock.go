@@ -63,9 +63,10 @@ func newLock(k kind, cfg Config, members []lease.Locker) *lock {
 	}
 	names := make([]string, len(members))
 	for i, m := range members {
-		if n, ok := m.(interface{ Name() string }); ok && !isNil(m) {
-			names[i] = n.Name()
-		} else {
+		if !isNil(m) {
+			names[i] = engine.NameOf(m)
+		}
+		if names[i] == "" {
 			names[i] = "#" + strconv.Itoa(i)
 		}
 		if isNil(m) || !engine.CanRaiseToken(m) {

@@ -167,7 +167,7 @@ func ExampleLock_IsLocked() {
 	locked, _ := lock.IsLocked(ctx)
 	ttl, _ := lock.RemainTTL(ctx)
 	fmt.Println("locked:", locked)
-	fmt.Println("lease runs at most 30s:", ttl > 0 && ttl <= leasehold.DefaultWatchdog)
+	fmt.Println("lease runs at most 30s:", ttl > 0 && ttl <= 30*time.Second)
 	// Output:
 	// locked: true
 	// lease runs at most 30s: true

@@ -36,9 +36,6 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	return &Lock{e.Bound(), e, p}
 }
 
-// Name is the lock name, the Redis key of its hash.
-func (l *Lock) Name() string { return l.e.Name() }
-
 // Acquire blocks until the lock is held or ctx is done; on failure it
 // returns a *lease.Error and holds nothing. Under a lease of this lock in
 // ctx, it re-enters at once.

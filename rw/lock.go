@@ -78,9 +78,6 @@ func (p *writeProtocol) Try(ctx context.Context, c rueidis.Client, owner string,
 	return p.Write.Try(ctx, c, owner, wait)
 }
 
-// Name is the lock name, the Redis key of its hash.
-func (l *Lock) Name() string { return l.read.Name() }
-
 // Read is the read lock, held by any number of owners while no writer holds
 // (or, with writer preference, waits). Under this lock's write lease it is
 // admitted at once.

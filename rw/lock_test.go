@@ -42,7 +42,7 @@ func TestReadersShareWriterWaits(t *testing.T) {
 		if key != "{shared}:"+owner+":rwlock_timeout:1" {
 			t.Fatalf("hold key %q", key)
 		}
-		if ttl := pttl(t, srv, key); ttl <= 0 || ttl > leasehold.DefaultWatchdog {
+		if ttl := pttl(t, srv, key); ttl <= 0 || ttl > 30*time.Second {
 			t.Fatalf("hold key %s PTTL %v", key, ttl)
 		}
 	}

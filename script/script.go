@@ -32,16 +32,6 @@ type Script struct {
 // scripts is every script, in name order, loaded at package initialisation.
 var scripts = load(sources)
 
-// Lookup returns the script named name ("lock_acquire"), and false when there
-// is none.
-func Lookup(name string) (Script, bool) {
-	i, ok := slices.BinarySearchFunc(scripts, name, func(s Script, name string) int { return strings.Compare(s.Name, name) })
-	if !ok {
-		return Script{}, false
-	}
-	return scripts[i], true
-}
-
 // All returns every script in a new slice, in name order: for a tool that
 // loads them ahead of time (SCRIPT LOAD) or lists them.
 func All() []Script { return slices.Clone(scripts) }

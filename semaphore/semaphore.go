@@ -56,9 +56,6 @@ func (s *Semaphore) engine(n int, cfg core.LockConfig) *engine.Engine {
 	return engine.New(s.c, s.s.Name(), cfg, s.s.Weighted(n))
 }
 
-// Name is the semaphore's name, the Redis key of its available permits.
-func (s *Semaphore) Name() string { return s.e.Name() }
-
 // Acquire blocks until a permit is held or ctx is done; on failure it
 // returns a *lease.Error and holds nothing. Not reentrant: under a permit's
 // ctx it takes another.
@@ -93,7 +90,7 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
 		return false, err
 	}
 	if n < 0 || int64(n) > maxPermits {
-		return false, core.Errorf(op, s.Name(), "%w: %d permits is not from 0 to %d", lease.ErrInvalid, n, int64(maxPermits))
+		return false, core.Errorf(op, s.e.Name(), "%w: %d permits is not from 0 to %d", lease.ErrInvalid, n, int64(maxPermits))
 	}
 	ok, err := s.s.TrySetPermits(ctx, rc, n)
 	return ok, s.e.Fail(op, err)
@@ -109,7 +106,7 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
 		return err
 	}
 	if int64(n) < -maxPermits || int64(n) > maxPermits {
-		return core.Errorf(op, s.Name(), "%w: %d permits is not from %d to %d",
+		return core.Errorf(op, s.e.Name(), "%w: %d permits is not from %d to %d",
 			lease.ErrInvalid, n, -int64(maxPermits), int64(maxPermits))
 	}
 	_, err = s.s.AddPermits(ctx, rc, n)

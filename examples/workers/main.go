@@ -82,7 +82,7 @@ func run(addr string) error {
 	// with -v.
 	logged := lease.SlogObserver(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	observe := lease.ObserverFunc(func(e lease.Event) {
-		counters.Add(e.Kind.String(), 1)
+		counters.Add(string(e.Kind), 1)
 		if *verbose {
 			logged.Observe(e)
 		}

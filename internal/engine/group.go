@@ -17,6 +17,7 @@ import (
 type member interface {
 	clients() []*core.Client
 	fencer() *Engine
+	lockName() string
 }
 
 var (
@@ -35,6 +36,10 @@ func (e *Engine) Bound() Bound { return Bound{e} }
 
 func (b Bound) clients() []*core.Client { return b.e.clients() }
 func (b Bound) fencer() *Engine         { return b.e.fencer() }
+func (b Bound) lockName() string        { return b.e.name }
+
+// lockName is the lock name.
+func (e *Engine) lockName() string { return e.name }
 
 // fencer is e when its acquisitions draw a fencing token from
 // redisson_lock_token:{NAME} (every lock's do; a semaphore's permits, whose
@@ -44,6 +49,15 @@ func (e *Engine) fencer() *Engine {
 		return nil
 	}
 	return e
+}
+
+// NameOf is the name of l, a lock of this module: "" for another Locker,
+// or a lock made of others.
+func NameOf(l lease.Locker) string {
+	if m, ok := l.(member); ok {
+		return m.lockName()
+	}
+	return ""
 }
 
 // Clients returns the Clients l runs on, as far as it tells (locks of this
@@ -77,6 +91,7 @@ func NewGroup(members []lease.Locker) Group {
 
 func (g Group) clients() []*core.Client { return g.cs }
 func (g Group) fencer() *Engine         { return nil }
+func (g Group) lockName() string        { return "" }
 
 // Go runs f in a goroutine that the Close of every Client of the group waits
 // for. When one of them is closed already it runs f in a goroutine that only

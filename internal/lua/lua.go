@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"slices"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -39,6 +40,9 @@ type form struct {
 	run            *rueidis.Lua
 }
 
+// scripts are package script's, read once.
+var scripts = script.All()
+
 // loaded is every script this package runs, by name: written only at
 // package initialisation, then only read (no lock).
 var loaded = map[string]*luaScript{}
@@ -47,10 +51,11 @@ var loaded = map[string]*luaScript{}
 // script that is not there is a build defect, hence the panic at package
 // initialisation.
 func load(name string) *luaScript {
-	s, ok := script.Lookup(name)
-	if !ok {
+	i := slices.IndexFunc(scripts, func(s script.Script) bool { return s.Name == name })
+	if i < 0 {
 		panic("lua: no script " + name)
 	}
+	s := scripts[i]
 	ls := &luaScript{plain: newForm(name, s.Source, s.SHA)}
 	ls.sharded = ls.plain
 	if strings.Contains(s.Source, publishCall) {
