@@ -11,10 +11,8 @@ import (
 	"github.com/leasehold/leasehold/lease"
 )
 
-// Client is a connection to Redis shared by every lock made from it: one
-// rueidis client, a unique ID (the owner prefix in Redis), the hub that wakes
-// waiters and the keeper that renews leases. It is safe for concurrent use;
-// make one per process and Close it on the way out.
+// Client is a connection to Redis shared by every lock made from it. Safe
+// for concurrent use: make one per process and Close it on the way out.
 type Client struct {
 	// c is the Client's state, and the Client's only field: the lock kinds
 	// read it through a pointer to the Client (internal/clientcore).
@@ -24,19 +22,13 @@ type Client struct {
 // core is the Client's state, as the lock kinds run on it.
 func (c *Client) core() *core.Client { return &c.c }
 
-// Open dials Redis with rueidis' own options (addresses, auth, TLS, sentinel,
-// cluster) and wraps the new client. It fails, with an error wrapping
-// lease.ErrRedis, on the address of a read-only replica; it warns (see
-// WithObserver) of a memory policy that can evict lock keys, of a PUBLISH
-// that an ACL refuses, and of a server that refuses CLIENT TRACKING (see
-// Stats.Tracking). It chains its hook onto opt.OnInvalidations, so that,
-// with rueidis' client-side cache (the default), invalidations of lock keys
-// (on release and on expiry) wake waiters over the same connection. Unless
-// opt sets PipelineMultiplex, Open uses one connection per Redis node rather
-// than rueidis' default of one per pair of cores, and one more per node for
-// hearing of removals (Stats.Tracking). Unless opt sets ClientName, the
-// connections are named NAME/ID (see WithClientName). Close closes the
-// rueidis client.
+// Open dials Redis with rueidis' own options (addresses, auth, TLS, Sentinel,
+// Cluster) and wraps the new client; Close closes it. It fails, wrapping
+// lease.ErrRedis, on a read-only replica, and warns of settings that put
+// locks at risk (an evicting memory policy, an ACL refusing PUBLISH or
+// CLIENT TRACKING). It uses one connection per node (unless opt sets
+// PipelineMultiplex) and one more to hear of removals, and chains its hook
+// onto opt.OnInvalidations. docs/go-redis.md has the costs.
 func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 	o, err := resolve(opts)
 	if err != nil {
@@ -94,13 +86,9 @@ func newClient(rc rueidis.Client, owned, tracking bool, o options) (*Client, err
 	return (*Client)(unsafe.Pointer(c)), nil
 }
 
-// New wraps a rueidis client the caller already has; Close leaves it open,
-// and its connections keep their names (WithClientName does nothing here).
-// Its holders hear of a removal of their locks as with Open, on dedicated
-// connections of client's (one per node; see Stats.Tracking). rueidis takes
-// the invalidation hook only at creation, so with New the expiry of a lock
-// is noticed by waiters' TTL timers rather than by invalidations; releases
-// still wake them through unlock messages.
+// New wraps a rueidis client the caller already has; Close leaves it open.
+// Holders hear of removals as with Open; waiters hear of an expiry by their
+// TTL timers (rueidis takes the invalidation hook only at creation).
 func New(client rueidis.Client, opts ...Option) (*Client, error) {
 	if client == nil {
 		return nil, fmt.Errorf("leasehold: new: %w: nil rueidis client", lease.ErrInvalid)
@@ -116,13 +104,10 @@ func New(client rueidis.Client, opts ...Option) (*Client, error) {
 // field CLIENT_ID:LEASE_ID that its locks write in Redis.
 func (c *Client) ID() string { return c.core().ID() }
 
-// Close reports every lease the Client still holds lost with lease.ErrClosed,
-// releases those locks (best effort), and returns once every goroutine the
-// Client started has ended: within 5s however Redis answers, or the rueidis
-// client's dial timeout if that is longer and a connection is being made.
-// Waiters return lease.ErrClosed, as do later calls on its locks. A Client
-// made by Open closes its rueidis client too. Close always returns nil;
-// calling it again does nothing.
+// Close reports the leases the Client still holds lost with
+// lease.ErrClosed, releases their locks (best effort), and returns once its
+// goroutines have ended, within 5s however Redis answers. Later calls on its
+// locks return lease.ErrClosed. It always returns nil.
 func (c *Client) Close() error {
 	c.core().Close()
 	return nil

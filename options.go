@@ -50,30 +50,19 @@ func WithWatchdog(d time.Duration) Option {
 	})
 }
 
-// WithObserver has o hear of the life of every lease of the Client: each
-// acquisition (and how long it waited), renewal, release and loss, with the
-// lock name and durations, and of the Client's warnings (lease.Warning).
-// o.Observe runs on the goroutines doing the work, so it must be quick and
-// must not block. Default: none, and warnings go to slog.Default at Warn.
+// WithObserver has o hear of every lease of the Client (acquired, renewed,
+// released, lost) and of its warnings; o.Observe must not block. Default:
+// none, and warnings go to slog.Default.
 func WithObserver(o lease.Observer) Option {
 	return optionFunc(func(opts *options) { opts.Observer = o })
 }
 
-// WithReplicas makes every acquisition and every watchdog renewal wait until
-// n replicas of the Redis primary have acknowledged it (Redis WAIT n, for at
-// most timeout), so that a replica promoted after the primary dies still
-// holds the lock: without it a lock taken just before a failover is lost
-// with the primary, and two owners hold it. An acquisition fewer replicas
-// acknowledge is released and fails with an error wrapping lease.ErrNotReplicated
-// and lease.ErrNotAcquired (Redisson's checkLockSyncedSlaves); a renewal
-// round fewer acknowledge confirms no lease, so their local deadlines do not
-// move, and the round is retried until they run out. Each acquisition then
-// costs one more round trip, of up to timeout, on a connection of its own;
-// keep timeout well under the lease, which runs from when the acquisition
-// was sent.
-// In Redis Cluster, WAIT runs on a dedicated connection to the node of the
-// lock's slot, and a renewal round costs one round trip per slot held (in
-// parallel). Default: 0, no waiting.
+// WithReplicas makes every acquisition and watchdog renewal wait until n
+// replicas have acknowledged it (WAIT, for at most timeout), so that a
+// failover keeps the lock. An acquisition fewer acknowledge is released and
+// fails wrapping lease.ErrNotReplicated; a renewal round fewer acknowledge
+// confirms no lease. Costs and Cluster: docs/cluster-sentinel.md. Default:
+// 0, no waiting.
 func WithReplicas(n int, timeout time.Duration) Option {
 	return optionFunc(func(o *options) {
 		switch {
@@ -98,24 +87,16 @@ func resolve(opts []Option) (options, error) {
 	return o, o.err
 }
 
-// WithClassicPubSub keeps classic pub/sub (PUBLISH, SUBSCRIBE) for unlock
-// messages in Redis Cluster, for a cluster shared with Redisson versions or
-// settings that subscribe the classic way (shardedSubscriptionMode OFF, or
-// Redisson before 3.23). A classic message is broadcast to every node of the
-// cluster. Elsewhere it changes nothing. Default: in Redis Cluster on Redis
-// 7 and later, sharded pub/sub (SPUBLISH, SSUBSCRIBE), as Redisson's default
-// (shardedSubscriptionMode AUTO) there.
+// WithClassicPubSub keeps classic pub/sub for unlock messages in Redis
+// Cluster, for Redisson set to subscribe the classic way. Default: sharded
+// pub/sub in Redis Cluster on Redis 7+, as Redisson's default there.
 func WithClassicPubSub() Option {
 	return optionFunc(func(o *options) { o.classic = true })
 }
 
-// WithClientName names the Client's connections to Redis NAME/ID, ID being
-// the Client's ID (the start of every owner field its locks write), so that
-// CLIENT LIST shows which process holds what: `leasehold inspect` shows each
-// holder's connection name and address from it. Open sets the name (CLIENT
-// SETNAME, on every connection it makes) unless opt.ClientName is set, which
-// it leaves as it is; New leaves the caller's client as it is. name must be
-// printable ASCII without spaces, as Redis requires. Default: HOST:PID.
+// WithClientName names the connections Open makes NAME/ID (ID the Client's),
+// so that CLIENT LIST and `leasehold inspect` show which process holds what;
+// printable ASCII without spaces. Default: HOST:PID.
 func WithClientName(name string) Option {
 	return optionFunc(func(o *options) {
 		if name == "" || strings.IndexFunc(name, badNameRune) >= 0 {
@@ -144,20 +125,17 @@ func defaultName() string {
 	return host + ":" + strconv.Itoa(os.Getpid())
 }
 
-// A LockOption configures one lock; every lock constructor takes them. An
-// option of one kind given to a lock of another (WithQueueTimeout to an
-// rlock) fails the lock's first call with an error wrapping
-// lease.ErrInvalid that names the option.
+// A LockOption configures one lock. One of another kind (WithQueueTimeout
+// to an rlock) fails the lock's first call with lease.ErrInvalid.
 type LockOption struct {
 	// o is the option, and LockOption's only field: the lock kinds read
 	// a []LockOption as the options' (internal/clientcore).
 	o core.LockOption
 }
 
-// WithLeaseTime sets a fixed lease with no watchdog: the lock expires d after
-// it was taken unless released first (Redisson's lock(leaseTime)), and the
-// Lease's Lost closes just before. d must be at least 10ms. Every kind takes
-// it. Default: watchdog, 30s (WithWatchdog).
+// WithLeaseTime sets a fixed lease with no watchdog: the lock expires d
+// after it was taken unless released (Redisson's lock(leaseTime)); d >=
+// 10ms. Default: the watchdog's, 30s.
 func WithLeaseTime(d time.Duration) LockOption {
 	return LockOption{core.NewLockOption("leasehold.WithLeaseTime", 0, func(c *core.LockConfig) {
 		if d < minLease {
@@ -168,17 +146,11 @@ func WithLeaseTime(d time.Duration) LockOption {
 	})}
 }
 
-// WithHoldAtLeast keeps a lock taken, by no holder, until d after its
-// acquisition when its lease is released sooner (ShedLock's lockAtLeastFor),
-// so that replicas running a job on schedules less than d apart run it once:
-// choose d above that splay and below the interval less it (docs/cron.md).
-// Then the lock is free and its waiters wake as after a release; a lease
-// released later frees it at once. d is counted on the acquiring process's
-// monotonic clock from the acquisition's reply, which no clock skew between
-// replicas shortens. d must be positive. Only rlock and fairqueue take it:
-// rw's readers share and its writer would stall them, a semaphore's
-// permits count holders, not runs, and an election's terms are not runs.
-// Default: none.
+// WithHoldAtLeast keeps a lock released sooner than d after its acquisition
+// taken, by no holder, until then (ShedLock's lockAtLeastFor), so that
+// replicas running a job on schedules less than d apart run it once. d is
+// counted on the acquirer's monotonic clock. rlock and fairqueue only; how
+// to choose d: docs/cron.md. Default: none.
 func WithHoldAtLeast(d time.Duration) LockOption {
 	return LockOption{core.NewLockOption("leasehold.WithHoldAtLeast", core.TakesHoldAtLeast, func(c *core.LockConfig) {
 		if d <= 0 {
@@ -189,11 +161,9 @@ func WithHoldAtLeast(d time.Duration) LockOption {
 	})}
 }
 
-// WithQueueTimeout sets how long a waiter of a fair lock (fairqueue) keeps its
-// place in the queue without refreshing it: a waiter that vanishes (its
-// process died) is skipped once this has passed. Live waiters refresh their
-// place well within it. Only fairqueue takes it. Default: 5s (Redisson's
-// threadWaitTime).
+// WithQueueTimeout sets how long a fair lock's waiter that vanished keeps
+// its place; live waiters' places are kept for them. fairqueue only.
+// Default: 5s (Redisson's threadWaitTime).
 func WithQueueTimeout(d time.Duration) LockOption {
 	return LockOption{core.NewLockOption("leasehold.WithQueueTimeout", core.TakesQueueTimeout, func(c *core.LockConfig) {
 		if d <= 0 {

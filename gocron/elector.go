@@ -14,10 +14,8 @@ import (
 	"github.com/leasehold/leasehold/lease"
 )
 
-// Elector is a gocron.Elector over a leasehold election: from NewElector to
-// Close it campaigns, on a goroutine of its own, and gocron runs a job only
-// where IsLeader says this Client leads. Its methods are safe for concurrent
-// use.
+// Elector is a gocron.Elector over a leasehold election: gocron runs jobs
+// only where it leads. Safe for concurrent use.
 type Elector struct {
 	name   string
 	cancel context.CancelFunc
@@ -31,10 +29,9 @@ type Elector struct {
 
 var _ gocron.Elector = (*Elector)(nil)
 
-// NewElector starts campaigning in the election name on c, with opts (those
-// election.New takes), with c's ID as the leader's value, and campaigns again
-// whenever the leadership is lost, until Close (or until c closes). A leader
-// that dies leads until its lease runs out.
+// NewElector campaigns in the election name on c, with opts, until Close:
+// again whenever the leadership is lost. A leader that dies leads until its
+// lease runs out.
 func NewElector(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Elector {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Elector{name: name, cancel: cancel, done: make(chan struct{})}
@@ -46,11 +43,9 @@ func NewElector(c *leasehold.Client, name string, opts ...leasehold.LockOption) 
 	return e
 }
 
-// IsLeader returns nil while this Client leads the election, as far as its
-// lease knows (it learns of a loss before Redis can hand the leadership
-// on), and otherwise an error wrapping lease.ErrNotAcquired, and the reason
-// when there is one besides another leader (a lost lease, a failed campaign,
-// lease.ErrClosed after Close).
+// IsLeader returns nil while this Client leads, as far as its lease knows,
+// and otherwise an error wrapping lease.ErrNotAcquired (and the reason, if
+// not another leader). No round trip.
 func (e *Elector) IsLeader(context.Context) error {
 	e.mu.Lock()
 	ls, err := e.ls, e.err
@@ -66,9 +61,8 @@ func (e *Elector) IsLeader(context.Context) error {
 	return fmt.Errorf("leaseholdgocron: election %s: %w: another leads", e.name, lease.ErrNotAcquired)
 }
 
-// Close stops campaigning and resigns, if leading, so that another
-// campaigner leads at once; it returns once the Elector's goroutine has
-// ended, with the resignation's error. Later calls return nil.
+// Close stops campaigning and resigns, so that another leads at once, and
+// returns once its goroutine has ended, with the resignation's error.
 func (e *Elector) Close() error {
 	e.cancel()
 	<-e.done

@@ -11,14 +11,10 @@ import (
 	"github.com/leasehold/leasehold/rlock"
 )
 
-// NewLocker returns a gocron.Locker on c. For each run of a job, Lock makes
-// one attempt on the rlock named after the job (gocron's key: name jobs with
-// gocron.WithName), with opts; a run that finds it taken is skipped, Lock's
-// error wrapping lease.ErrNotAcquired. Unlock releases it. Give it
-// leasehold.WithHoldAtLeast(d), d above the splay between the replicas' runs
-// of a tick and below the interval less that splay, or a run shorter than the
-// splay runs again on the replicas behind (docs/cron.md). RunContext gives a
-// task the run's context, which ends if its lock is lost.
+// NewLocker returns a gocron.Locker on c: each run makes one attempt on the
+// rlock named after the job, with opts, and is skipped (an error wrapping
+// lease.ErrNotAcquired) when it is taken. Give it leasehold.WithHoldAtLeast
+// (docs/cron.md says how to choose d).
 func NewLocker(c *leasehold.Client, opts ...leasehold.LockOption) gocron.Locker {
 	return &locker{c: c, opts: opts}
 }
@@ -79,11 +75,9 @@ func (r *run) Unlock(ctx context.Context) error {
 	return r.ls.Release(ctx)
 }
 
-// RunContext returns, for ctx the context gocron hands a task (its first
-// parameter, when a context.Context) of a job whose run a Locker of this
-// package locked, a context that also ends when the run's lease is lost:
-// context.Cause then wraps lease.ErrLost. A task that must not go on without
-// the lock watches it. Outside such a run it returns ctx.
+// RunContext returns, for the ctx gocron hands a task of a run this
+// package's Locker locked, a context that also ends when the run's lease is
+// lost (its cause wraps lease.ErrLost); outside such a run, ctx.
 func RunContext(ctx context.Context) context.Context {
 	if r, ok := runs.Load(ctx); ok {
 		return r.(*run).ctx
