@@ -6,7 +6,6 @@ import (
 	"go/parser"
 	"go/printer"
 	"go/token"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -74,22 +73,28 @@ func TestPublicSurface(t *testing.T) {
 // packageDoc is go/doc's view of the package in dir, as godoc shows it.
 func packageDoc(t *testing.T, dir string) *doc.Package {
 	t.Helper()
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments)
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range pkgs {
-		var files []*ast.File
-		for _, f := range p.Files {
-			files = append(files, f)
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
 		}
-		d, err := doc.NewFromFiles(fset, files, "example.com/"+filepath.ToSlash(dir))
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return d
+		files = append(files, f)
 	}
-	t.Fatalf("no package in %s", dir)
-	return nil
+	if len(files) == 0 {
+		t.Fatalf("no package in %s", dir)
+	}
+	d, err := doc.NewFromFiles(fset, files, "example.com/"+filepath.ToSlash(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
