@@ -9,7 +9,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/redis/rueidis"
+
 	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/leasetest"
 )
 
 // Every test's servers and Clients are gone by the time its Cleanup has
@@ -102,4 +105,17 @@ func (t *exampleT) end() {
 	for i := len(t.cleanups) - 1; i >= 0; i-- {
 		t.cleanups[i]()
 	}
+}
+
+// rawClient is a client of the test's own on srv, closed when the test
+// ends, with the options the in-process server needs.
+func rawClient(t *testing.T, srv *leasetest.Server) rueidis.Client {
+	t.Helper()
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()},
+		DisableCache: true, AlwaysRESP2: true, ForceSingleClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	return rc
 }

@@ -1,4 +1,4 @@
-package leasetest_test
+package conformance
 
 import (
 	"context"
@@ -9,15 +9,14 @@ import (
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/lease"
-	"github.com/leasehold/leasehold/leasetest"
 	"github.com/leasehold/leasehold/quorum"
 	"github.com/leasehold/leasehold/rlock"
 )
 
 // Multi takes all of its locks or none: with one member held elsewhere it
 // holds nothing, and waits until that member is free.
-func TestMulti(t *testing.T) {
-	srv := leasetest.NewServer(t)
+func testMulti(t *testing.T, suite Suite) {
+	srv := suite.NewServer(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	c, other := srv.Open(), srv.Open()
 	both := quorum.Multi(rlock.New(c, "from"), rlock.New(c, "to"))
@@ -43,9 +42,9 @@ func TestMulti(t *testing.T) {
 // RedLock over three Servers, the independent nodes it is meant for: two
 // processes (a Client on each node each) exclude each other, tokens rise,
 // and a majority is enough.
-func TestRedLock(t *testing.T) {
+func testRedLock(t *testing.T, suite Suite) {
 	ctx := ctxTimeout(t, 30*time.Second)
-	nodes := []*leasetest.Server{leasetest.NewServer(t), leasetest.NewServer(t), leasetest.NewServer(t)}
+	nodes := []Server{suite.NewServer(t), suite.NewServer(t), suite.NewServer(t)}
 	process := func() lease.Locker {
 		var ls []lease.Locker
 		for _, n := range nodes {

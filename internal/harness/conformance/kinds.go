@@ -1,4 +1,4 @@
-package leasetest_test
+package conformance
 
 import (
 	"context"
@@ -11,24 +11,10 @@ import (
 	"github.com/leasehold/leasehold/election"
 	"github.com/leasehold/leasehold/fairqueue"
 	"github.com/leasehold/leasehold/lease"
-	"github.com/leasehold/leasehold/leasetest"
 	"github.com/leasehold/leasehold/rw"
 	"github.com/leasehold/leasehold/script"
 	"github.com/leasehold/leasehold/semaphore"
 )
-
-// rawClient is a client of the test's own on srv, closed when the test
-// ends.
-func rawClient(t *testing.T, srv *leasetest.Server) rueidis.Client {
-	t.Helper()
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()},
-		DisableCache: true, AlwaysRESP2: true, ForceSingleClient: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rc.Close)
-	return rc
-}
 
 // queueLen reads with rc how many waiters are in the queue of the fair
 // lock name.
@@ -43,10 +29,10 @@ func queueLen(t *testing.T, rc rueidis.Client, name string) int64 {
 
 // A fair lock goes to its waiters in the order they asked, each woken by
 // the release before it (the holder's lease is a minute).
-func TestFairQueueOrder(t *testing.T) {
-	srv := leasetest.NewServer(t)
+func testFairQueueOrder(t *testing.T, suite Suite) {
+	srv := suite.NewServer(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	rc := rawClient(t, srv)
+	rc := srv.Raw(t)
 	held := acquire(t, ctx, fairqueue.New(srv.Open(), "fifo", leasehold.WithLeaseTime(time.Minute)))
 	const waiters = 4
 	var fs []*lease.Future
@@ -70,8 +56,8 @@ func TestFairQueueOrder(t *testing.T) {
 
 // Readers share the lock; a writer waits for every reader, and readers
 // that come after wait for the writer.
-func TestReadWrite(t *testing.T) {
-	srv := leasetest.NewServer(t)
+func testReadWrite(t *testing.T, suite Suite) {
+	srv := suite.NewServer(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	a, b, w := rw.New(srv.Open(), "doc"), rw.New(srv.Open(), "doc"), rw.New(srv.Open(), "doc")
 	ra := acquire(t, ctx, a.Read())
@@ -107,8 +93,8 @@ func TestReadWrite(t *testing.T) {
 // A semaphore bounds its holders across Clients; a release wakes a
 // waiter; Weighted takes several permits at once; AddPermits wakes the
 // waiters it makes room for.
-func TestSemaphore(t *testing.T) {
-	srv := leasetest.NewServer(t)
+func testSemaphore(t *testing.T, suite Suite) {
+	srv := suite.NewServer(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	s1, s2 := semaphore.New(srv.Open(), "pool"), semaphore.New(srv.Open(), "pool")
 	if ok, err := s1.TrySetPermits(ctx, 3); !ok || err != nil {
@@ -147,8 +133,8 @@ func TestSemaphore(t *testing.T) {
 }
 
 // A permit held on a fixed lease comes back when the lease runs out.
-func TestSemaphorePermitExpires(t *testing.T) {
-	srv := leasetest.NewServer(t)
+func testSemaphorePermitExpires(t *testing.T, suite Suite) {
+	srv := suite.NewServer(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	s := semaphore.New(srv.Open(), "lapse", leasehold.WithLeaseTime(400*time.Millisecond))
 	if _, err := s.TrySetPermits(ctx, 1); err != nil {
@@ -167,8 +153,8 @@ func TestSemaphorePermitExpires(t *testing.T) {
 // One candidate leads at a time, each term's token above the last;
 // Leader and Observe report it, Proclaim changes its value, and a
 // resignation hands the leadership on at once (the lease is a minute).
-func TestElection(t *testing.T) {
-	srv := leasetest.NewServer(t)
+func testElection(t *testing.T, suite Suite) {
+	srv := suite.NewServer(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	a := election.New(srv.Open(), "sched", leasehold.WithLeaseTime(time.Minute))
 	bc := srv.Open()
@@ -247,10 +233,10 @@ func TestElection(t *testing.T) {
 // whose place is taken away joins again at the tail. The keeper's script
 // reports a lost place as the string "1", which gopher-lua's table.concat
 // would return as a number (see compat.go).
-func TestFairWaiterKeepsItsPlace(t *testing.T) {
-	srv := leasetest.NewServer(t)
+func testFairWaiterKeepsItsPlace(t *testing.T, suite Suite) {
+	srv := suite.NewServer(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	rc := rawClient(t, srv)
+	rc := srv.Raw(t)
 	held := acquire(t, ctx, fairqueue.New(srv.Open(), "patient"))
 	const qt = 300 * time.Millisecond
 	f := fairqueue.New(srv.Open(), "patient", leasehold.WithQueueTimeout(qt)).AcquireAsync(ctx)
@@ -274,8 +260,8 @@ func TestFairWaiterKeepsItsPlace(t *testing.T) {
 // A leader whose fixed lease runs out, unreleased, is reported gone by
 // Observe (which reads the leader again when its lease would end), and the
 // next campaigner leads.
-func TestLeaderLeaseRunsOut(t *testing.T) {
-	srv := leasetest.NewServer(t)
+func testLeaderLeaseRunsOut(t *testing.T, suite Suite) {
+	srv := suite.NewServer(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	obs := election.New(srv.Open(), "lapse").Observe(ctx)
 	la, err := election.New(srv.Open(), "lapse", leasehold.WithLeaseTime(300*time.Millisecond)).Campaign(ctx, "a")
