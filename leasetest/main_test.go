@@ -2,14 +2,12 @@ package leasetest_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/redis/rueidis"
+	"go.uber.org/goleak"
 
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/leasetest"
@@ -67,24 +65,6 @@ func result(t *testing.T, f *lease.Future, d time.Duration) *lease.Lease {
 		t.Fatalf("waiter: %v", err)
 	}
 	return ls
-}
-
-// pending fails t if f has a result already.
-func pending(t *testing.T, f *lease.Future, what string) {
-	t.Helper()
-	select {
-	case <-f.Done():
-		ls, err := f.Result()
-		t.Fatalf("%s: %v, %v; want it still waiting", what, ls, err)
-	default:
-	}
-}
-
-func wantErr(t *testing.T, err, target error) {
-	t.Helper()
-	if !errors.Is(err, target) {
-		t.Fatalf("error %v, want one wrapping %v", err, target)
-	}
 }
 
 // exampleT stands in the examples for the *testing.T a test is given (an
