@@ -60,6 +60,9 @@ func slogLevel(e Event) slog.Level {
 			return slog.LevelInfo
 		}
 		return slog.LevelDebug
+	case errors.Is(e.Err, ErrNotReplicated):
+		// It wraps ErrNotAcquired too, but says replicas did not follow.
+		return slog.LevelWarn
 	case e.Kind == Abandoned && (errors.Is(e.Err, ErrNotAcquired) ||
 		errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, context.DeadlineExceeded)):
 		return slog.LevelDebug

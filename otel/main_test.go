@@ -18,8 +18,9 @@ import (
 // against, started by TestMain. Tests use lock names of their own.
 var redisAddr string
 
-// The module cannot import the main module's internal/harness/redistest, so it
-// starts its redis-server itself, as that harness does. The server runs
+// The module starts its redis-server itself, as the main module's harness
+// does (a module nested under its path could import that harness, as the
+// fault suite does; this one keeps to public packages). The server runs
 // inside the goleak check: it leaves no goroutine behind once stopped.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(withRedis{m})
