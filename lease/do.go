@@ -10,9 +10,10 @@ import (
 // Do acquires l, runs fn while the lease holds, and releases it when fn
 // returns or panics; if l is not acquired, fn is not called and Do returns
 // Acquire's error. fn's ctx ends on loss or when ctx ends, and carries the
-// lease (FromContext, for its fencing token). Do returns fn's
-// error, wrapping ErrLost if the lease was lost under fn, and never returns
-// with the lock held.
+// lease (FromContext, for its fencing token). Do returns fn's error,
+// wrapping ErrLost if the lease was lost under fn, and never returns with
+// the lock renewed: a release Redis does not confirm is tried again, then
+// left to run out within its lease.
 func Do(ctx context.Context, l Locker, fn func(ctx context.Context) error) error {
 	held, err := l.Acquire(ctx)
 	if err != nil {
@@ -86,14 +87,25 @@ func (l *Lease) finish(ctx context.Context, fnErr error) error {
 	return relErr
 }
 
+// giveBackTries is how many times giveBack releases a lease Redis does not
+// confirm the release of, before it leaves the lock to run out.
+const giveBackTries = 10
+
 // giveBack releases the lease, trying again while Redis does not confirm
-// the release and the lease is not lost: a lease left held would be renewed
-// by its Client with no one to release it.
+// the release and the lease is not lost (each try is safe to repeat: see
+// core.Hold.release). A lease left held would be renewed by its Client with
+// no one to release it, so after the last try it is abandoned: no longer
+// renewed, it runs out within its lease.
 func (l *Lease) giveBack(ctx context.Context) error {
 	pause := 100 * time.Millisecond
-	for {
+	for try := 1; ; try++ {
 		err := l.Release(ctx)
 		if err == nil || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrRedis) {
+			return err
+		}
+		if try == giveBackTries {
+			l.hold().Abandon(&Error{Op: "hold", Name: l.Name(),
+				Err: fmt.Errorf("%w: its release was not confirmed, left to run out: %w", ErrLost, err)})
 			return err
 		}
 		select {

@@ -73,9 +73,10 @@ func (l *Lease) Deadline() time.Time { return l.hold().Deadline() }
 func (l *Lease) HoldCount() int { return l.hold().Leases() }
 
 // Release gives up this lease, even under an ended ctx, and is applied
-// once. Its error wraps ErrNotHeld if the lease was released or lost (at
-// once, also when the loss comes while the release waits); on any other
-// error the lease is still held: call Release again, or Close.
+// once. Its error wraps ErrNotHeld if the lease was released or lost; one
+// Redis refuses (ErrRedis) leaves the lock to run out within its lease;
+// when Redis cannot be reached the lease is still held: call Release
+// again, or Close.
 func (l *Lease) Release(ctx context.Context) error {
 	if l.s.Hold() == nil {
 		return errNoHold
@@ -115,3 +116,4 @@ func (noHold) Deadline() time.Time                              { return time.Ti
 func (noHold) Leases() int                                      { return 0 }
 func (noHold) Context(context.Context) context.Context          { return noHoldContext }
 func (noHold) Release(context.Context, uint64, time.Time) error { return errNoHold }
+func (noHold) Abandon(error)                                    {}

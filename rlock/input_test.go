@@ -2,11 +2,13 @@ package rlock_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/harness/locktest"
 	"github.com/leasehold/leasehold/internal/harness/redistest"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rlock"
@@ -246,5 +248,72 @@ func TestLostAcquireReplyIsUndone(t *testing.T) {
 	}
 	if err := ls.Release(ctx); err != nil {
 		t.Fatalf("Release of the lease won after a lost reply: %v", err)
+	}
+}
+
+// A release whose reply is lost while Redis stays out of reach for longer
+// than the release's bound is not confirmed: the lease is still held, as far
+// as anyone can tell. Pins two failures once Redis is back: the next
+// renewal, finding the owner gone because the release did apply, reported
+// the lease lost; and a Release tried again, told "not held", reported it
+// lost too. Both are the release it was. (The Client has no tracking
+// connection, whose invalidation could otherwise be the dropped reply.)
+func TestUnconfirmedReleaseIsNotALoss(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := redistest.NewProxy(t, srv.Addr())
+	opt := locktest.Denied(t, srv, "client") // no CLIENT TRACKING: no guard connection
+	opt.InitAddress, opt.DisableCache = []string{proxy.Addr()}, true
+	// A watchdog renewed every 3s, whose lease outlasts the release's 5s.
+	c := locktest.OpenAt(t, opt, leasehold.WithWatchdog(9*time.Second))
+	ctx := ctxTimeout(t, 30*time.Second)
+	l := rlock.New(c, "unconfirmed")
+	release(t, mustAcquire(t, l, ctx)) // load the scripts
+
+	for _, again := range []bool{false, true} {
+		ls := mustAcquire(t, l, ctx)
+		proxy.Refuse(true)
+		proxy.DropNextReply() // the release runs, its reply is lost, no connection comes back
+		err := ls.Release(context.Background())
+		proxy.Refuse(false)
+		if err == nil || errors.Is(err, lease.ErrNotHeld) {
+			t.Fatalf("Release with Redis out of reach = %v; want it not confirmed", err)
+		}
+		if n, _ := srv.Do("EXISTS", "unconfirmed").AsInt64(); n != 0 {
+			t.Fatal("the lock is still in Redis: the release did not run")
+		}
+		if again {
+			// Released again by its holder: told "not held", it was ours.
+			if err := ls.Release(ctx); err != nil {
+				t.Fatalf("Release again after the unconfirmed one = %v; want nil", err)
+			}
+		} else {
+			// The next renewal finds the owner gone: the release it was.
+			eventually(t, 10*time.Second, "the hold ended", func() bool { return ls.Context().Err() != nil })
+		}
+		if err := ls.Err(); err != nil {
+			t.Fatalf("the lease after its release applied: %v; want it released, not lost", err)
+		}
+	}
+}
+
+// A release that Redis refuses (here a string written over the lock's hash:
+// WRONGTYPE) would be refused again: the hold is no longer kept, rather
+// than renewed for a holder that has let it go (lease.Do would otherwise
+// return with its lock renewed by nobody). Pins a hold left renewable.
+func TestRefusedReleaseStopsRenewal(t *testing.T) {
+	srv := redistest.Start(t)
+	opt := locktest.Denied(t, srv, "client") // no guard to hear the overwrite first
+	opt.DisableCache = true
+	c := locktest.OpenAt(t, opt)
+	ctx := ctxTimeout(t, 10*time.Second)
+	ls := mustAcquire(t, rlock.New(c, "refused"), ctx)
+	if err := srv.Do("SET", "refused", "not a lock").Error(); err != nil {
+		t.Fatal(err)
+	}
+	err := ls.Release(ctx)
+	wantErr(t, err, lease.ErrRedis)
+	wantErr(t, ls.Err(), lease.ErrLost)
+	if n := c.Stats().Leases; n != 0 {
+		t.Fatalf("%d holds still kept (and renewed) after the refused release", n)
 	}
 }

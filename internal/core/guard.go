@@ -408,7 +408,7 @@ func (g *guard) round() (failed bool) {
 				if err != nil {
 					why = err.Error() // a key of another type written over it
 				}
-				h.Lose(Errorf("hold", h.cfg.Name, "%w: gone from Redis (%s, read after an invalidation of %s)",
+				h.gone(Errorf("hold", h.cfg.Name, "%w: gone from Redis (%s, read after an invalidation of %s)",
 					lease.ErrLost, why, kh.key))
 			}
 		}

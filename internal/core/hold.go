@@ -97,6 +97,9 @@ type Hold struct {
 	err       error         // why the hold was lost
 	leases    int           // Leases not yet released
 	releasing bool          // the last Lease's release is in flight: not renewed, not read
+	// unconfirmed: a release of the last Lease was sent and not confirmed,
+	// so Redis may have applied it; the hold found gone is then released.
+	unconfirmed bool
 	reading   chan struct{} // closed when the guard's read of the hold in flight ends
 	aborts    []*abort      // releases in flight, ended when the hold is lost
 	// guardAt is the hold's place among the guard's holds of its key, -1
@@ -338,6 +341,8 @@ func (h *Hold) expire() {
 func (h *Hold) confirm(sent time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	// Still there: a release not confirmed before was not applied.
+	h.unconfirmed = false
 	if h.state == held && h.timer != nil {
 		h.deadline = sent.Add(h.cfg.TTL - drift(h.cfg.TTL))
 		h.timer.Reset(time.Until(h.deadline))
@@ -414,17 +419,55 @@ func (h *Hold) release(ctx context.Context) error {
 		return lost
 	}
 	switch {
+	case errors.Is(err, lease.ErrNotHeld) && last && h.wasReleased():
+		// An earlier release of ours, not confirmed, was applied.
+		h.end()
 	case errors.Is(err, lease.ErrNotHeld):
 		// Redis says the owner held nothing: the lease ran out before we knew.
 		cause := Errorf("hold", h.cfg.Name, "%w: not held in Redis at release", lease.ErrLost)
 		h.Lose(cause)
 		return Errorf("release", h.cfg.Name, "%w: %w", lease.ErrNotHeld, cause)
+	case err != nil && !last && retry.Transient(err):
+		// One hold of several, not confirmed: whatever Redis did, the
+		// last Lease's release gives up every hold of the owner. Trying
+		// again could give up a second one once the latch is gone.
+	case err != nil && last && !retry.Transient(err):
+		// Redis refuses the release, and would again: stop renewing, so
+		// that the lock runs out within its lease rather than stay held
+		// for a holder that has let it go.
+		h.Lose(Errorf("hold", h.cfg.Name, "%w: its release was refused: %w", lease.ErrLost, err))
+		return err
 	case err != nil:
-		return h.untake(err)
+		return h.untake(err, last)
 	case last:
 		h.end()
 	}
 	return nil
+}
+
+// Abandon stops keeping the hold: it is lost with cause, no longer renewed,
+// and runs out in Redis within its lease.
+func (h *Hold) Abandon(cause error) { h.Lose(cause) }
+
+// wasReleased reports whether a release of the last Lease was sent and not
+// confirmed, before the hold's local deadline: then only the owner (or an
+// operator's force release) could have removed the hold, and a hold found
+// gone was released by it.
+func (h *Hold) wasReleased() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.unconfirmed && !h.deadline.IsZero() && time.Now().Before(h.deadline)
+}
+
+// gone ends the hold that Redis (a renewal, the guard) found gone: released,
+// after a release of ours that was not confirmed (wasReleased), else lost
+// with cause.
+func (h *Hold) gone(cause error) {
+	if h.wasReleased() {
+		h.end()
+		return
+	}
+	h.Lose(cause)
 }
 
 // releaseContext is the context of a release, and the function that ends
@@ -558,10 +601,11 @@ func (h *Hold) endRead(done chan struct{}) {
 // untake undoes take after a release Redis did not confirm (err): the lease
 // is still held, and renewed, as far as anyone can tell. The caller may
 // release it again; Close will.
-func (h *Hold) untake(err error) error {
+func (h *Hold) untake(err error, last bool) error {
 	h.mu.Lock()
 	h.leases++
 	h.releasing = false
+	h.unconfirmed = h.unconfirmed || last
 	k := h.keeper
 	h.mu.Unlock()
 	if k != nil {

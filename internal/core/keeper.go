@@ -217,7 +217,7 @@ func (k *Keeper) round(hs []*Hold) (failed []*Hold) {
 		case k.kept(h):
 			// A hold released meanwhile is no longer kept; only a kept one
 			// is lost when Redis says the owner is gone.
-			h.Lose(Errorf("hold", h.cfg.Name, "%w: renewal found the lock no longer held by this owner", lease.ErrLost))
+			h.gone(Errorf("hold", h.cfg.Name, "%w: renewal found the lock no longer held by this owner", lease.ErrLost))
 		}
 	}
 	return failed

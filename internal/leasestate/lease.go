@@ -37,6 +37,9 @@ type Hold interface {
 	// Release gives up one lease's share of the hold; token and since are
 	// the lease's, for the observer.
 	Release(ctx context.Context, token uint64, since time.Time) error
+	// Abandon stops keeping the hold, whose release Redis would not
+	// confirm: lost with cause, it is no longer renewed and runs out.
+	Abandon(cause error)
 }
 
 // Lease is one acquisition on a hold.
