@@ -94,14 +94,14 @@ type Hold struct {
 
 	mu        sync.Mutex
 	state     state
-	err       error         // why the hold was lost
-	leases    int           // Leases not yet released
-	releasing bool          // the last Lease's release is in flight: not renewed, not read
+	err       error // why the hold was lost
+	leases    int   // Leases not yet released
+	releasing bool  // the last Lease's release is in flight: not renewed, not read
 	// unconfirmed: a release of the last Lease was sent and not confirmed,
 	// so Redis may have applied it; the hold found gone is then released.
 	unconfirmed bool
-	reading   chan struct{} // closed when the guard's read of the hold in flight ends
-	aborts    []*abort      // releases in flight, ended when the hold is lost
+	reading     chan struct{} // closed when the guard's read of the hold in flight ends
+	aborts      []*abort      // releases in flight, ended when the hold is lost
 	// guardAt is the hold's place among the guard's holds of its key, -1
 	// when not guarded; alone is the array of that slice while the hold is
 	// the first on its key. The guard's lock guards both.
