@@ -19,7 +19,7 @@
 #
 # KINDS=1 (the default) runs leasehold's other lock kinds (fair, rw read, rw
 # write, semaphore) in Uncontended, ParallelDistinct and Contended
-# (-bench.kinds), VARIANTS=1 (the default) leasehold without client tracking
+# (-bench.kinds), VARIANTS=1 (the default) leasehold in rueidis' pipelined mode
 # in the first two (-bench.variants): go test -bench without those flags, as
 # CI runs it, leaves them out. FairWaiters runs 500 waiters, and 5,000 too
 # with SCALE=1.

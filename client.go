@@ -2,7 +2,6 @@ package leasehold
 
 import (
 	"fmt"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/redis/rueidis"
@@ -27,24 +26,14 @@ func (c *Client) core() *core.Client { return &c.c }
 // lease.ErrRedis, on a read-only replica, and warns of settings that put
 // locks at risk (an evicting memory policy, an ACL refusing PUBLISH or
 // CLIENT TRACKING). It uses one connection per node (unless opt sets
-// PipelineMultiplex) and one more to hear of removals, and chains its hook
-// onto opt.OnInvalidations. docs/go-redis.md has the costs.
+// PipelineMultiplex) and one more to hear of releases and removals, and no
+// client-side cache: leasehold reads nothing through one, so opt's
+// DisableCache and OnInvalidations are not used. docs/go-redis.md has the
+// costs.
 func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 	o, err := resolve(opts)
 	if err != nil {
 		return nil, err
-	}
-	// rueidis takes the hook at creation, before the Client exists: route
-	// through a pointer set once it is made. Nothing is tracked before.
-	var current atomic.Pointer[core.Client]
-	user := opt.OnInvalidations
-	opt.OnInvalidations = func(keys []rueidis.RedisMessage) {
-		if c := current.Load(); c != nil {
-			c.Invalidate(keys)
-		}
-		if user != nil {
-			user(keys)
-		}
 	}
 	if opt.ClientName == "" {
 		// Named before the Client exists: it takes the id given here.
@@ -54,23 +43,27 @@ func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 	if opt.PipelineMultiplex == 0 {
 		opt.PipelineMultiplex = -1 // rueidis reads a negative value as 2^0 = 1 connection
 	}
+	// Invalidations reach the Client on its tracking connection. A cache
+	// on the connection that runs the scripts would only cost: its CLIENT
+	// TRACKING at each dial, and, with an OnInvalidations hook, rueidis'
+	// pipelined mode, where every command crosses two goroutines.
+	opt.DisableCache, opt.OnInvalidations = true, nil
 	rc, err := rueidis.NewClient(opt)
 	if err != nil {
 		return nil, fmt.Errorf("leasehold: open: %w", err)
 	}
-	c, err := newClient(rc, true, !opt.DisableCache, o)
+	c, err := newClient(rc, true, o)
 	if err != nil {
 		rc.Close()
 		return nil, err
 	}
-	current.Store(c.core())
 	return c, nil
 }
 
 // newClient reads the server rc runs on (see inspect), refuses one the
 // Client cannot work on, and makes the Client, which then warns of what the
 // server's settings put at risk.
-func newClient(rc rueidis.Client, owned, tracking bool, o options) (*Client, error) {
+func newClient(rc rueidis.Client, owned bool, o options) (*Client, error) {
 	s, err := inspect(rc, o.classic)
 	if err != nil {
 		return nil, err
@@ -79,7 +72,7 @@ func newClient(rc rueidis.Client, owned, tracking bool, o options) (*Client, err
 		return nil, err
 	}
 	o.Sharded, o.MemoryPolicy = s.sharded, s.policy
-	c := core.NewClient(rc, owned, tracking, o.Options)
+	c := core.NewClient(rc, owned, o.Options)
 	for _, w := range s.warnings() {
 		c.Warn(w)
 	}
@@ -87,8 +80,8 @@ func newClient(rc rueidis.Client, owned, tracking bool, o options) (*Client, err
 }
 
 // New wraps a rueidis client the caller already has; Close leaves it open.
-// Holders hear of removals as with Open; waiters hear of an expiry by their
-// TTL timers (rueidis takes the invalidation hook only at creation).
+// Holders and waiters hear of removals and expiries as with Open, on a
+// connection of its own (see Stats.Tracking).
 func New(client rueidis.Client, opts ...Option) (*Client, error) {
 	if client == nil {
 		return nil, fmt.Errorf("leasehold: new: %w: nil rueidis client", lease.ErrInvalid)
@@ -97,7 +90,7 @@ func New(client rueidis.Client, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newClient(client, false, false, o)
+	return newClient(client, false, o)
 }
 
 // ID is the Client's unique id, a random UUID: the CLIENT_ID in the owner

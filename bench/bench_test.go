@@ -26,13 +26,16 @@ package bench_test
 // also report what an acquire+release costs Redis (see usage). With
 // -bench.kinds, Uncontended, ParallelDistinct and Contended run leasehold's
 // other lock kinds too, and with -bench.variants the first two run leasehold
-// without client tracking (see kinds_test.go).
+// in rueidis' pipelined mode (see kinds_test.go).
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -87,26 +90,29 @@ type libMaker struct {
 // the ratios in docs/benchmarks.md are between them.
 var libraries = []libMaker{
 	{name: "leasehold", make: newLeasehold},
+	{name: "leasehold-new", make: newLeaseholdNew},
 	{name: "redisson", make: newRedisson},
 	{name: "rueidislock", make: newRueidislock},
 	{name: "redsync", make: newRedsync},
 	{name: "redislock", make: newRedislock},
 }
 
-// leasehold, over a round-trip-counting rueidis client. leasehold.New
-// cannot wire the invalidation hook, so waiters here are woken by unlock
-// messages and TTL timers only: invalidations matter for expiries, which
-// these scenarios do not have.
+// leasehold, as users make it: leasehold.Open with its defaults, its
+// connections counted on the wire (see wire). The leasehold-new row is
+// leasehold.New over a rueidis client made with the same options, counted
+// by a wrapper of the client as the peers are.
 type leaseholdLib struct {
-	c       *leasehold.Client
-	counted *redistest.Counting
-	cmds    *sentCounts
-	kind    lockKind
-	locks   sync.Map // name -> lease.Locker, made once per name as a user would
+	c      *leasehold.Client
+	count  func() int64 // round trips so far
+	cmds   *sentCounts
+	kind   lockKind
+	locks  sync.Map // name -> lease.Locker, made once per name as a user would
+	closed func()   // closes what the Client does not
 }
 
-// leaseholdOption is the rueidis client every leasehold runner dials: one
-// connection (benchMultiplex), client-side caching on as rueidis' default.
+// leaseholdOption is the rueidis client every leasehold runner dials:
+// Open's defaults (one connection), PipelineMultiplex as -bench.multiplex
+// says.
 func leaseholdOption(addr string) rueidis.ClientOption {
 	return rueidis.ClientOption{InitAddress: []string{addr}, PipelineMultiplex: benchMultiplex}
 }
@@ -115,9 +121,26 @@ func newLeasehold(tb testing.TB, addr string, ttl time.Duration) library {
 	return openLeasehold(tb, leaseholdOption(addr), ttl, rlockKind{})
 }
 
-// openLeasehold makes a leasehold runner of kind over a client dialled with
-// opt.
+func newLeaseholdNew(tb testing.TB, addr string, ttl time.Duration) library {
+	return newLeaseholdOver(tb, leaseholdOption(addr), ttl, rlockKind{})
+}
+
+// openLeasehold makes a leasehold runner of kind on a Client made by
+// leasehold.Open with opt, its connections counted on the wire.
 func openLeasehold(tb testing.TB, opt rueidis.ClientOption, ttl time.Duration, kind lockKind) *leaseholdLib {
+	w := &wire{cmds: new(sentCounts)}
+	opt.DialCtxFn = w.dial
+	c, err := leasehold.Open(opt, leasehold.WithWatchdog(ttl))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &leaseholdLib{c: c, count: w.writes.Load, cmds: w.cmds, kind: kind, closed: func() {}}
+}
+
+// newLeaseholdOver makes a leasehold runner of kind on a Client made by
+// leasehold.New over a rueidis client dialled with opt, counted as the
+// peers' are. (Its tracking connection is not counted.)
+func newLeaseholdOver(tb testing.TB, opt rueidis.ClientOption, ttl time.Duration, kind lockKind) *leaseholdLib {
 	rc, err := rueidis.NewClient(opt)
 	if err != nil {
 		tb.Fatal(err)
@@ -129,7 +152,81 @@ func openLeasehold(tb testing.TB, opt rueidis.ClientOption, ttl time.Duration, k
 		rc.Close()
 		tb.Fatal(err)
 	}
-	return &leaseholdLib{c: c, counted: counted, cmds: cmds, kind: kind}
+	return &leaseholdLib{c: c, count: counted.Rounds, cmds: cmds, kind: kind, closed: rc.Close}
+}
+
+// wire counts what a client writes to Redis on the connections it dials:
+// each Write is one round trip's requests (rueidis writes a batch of
+// commands at once, then reads their replies), and each RESP array written
+// one command, counted by name. It costs no allocation once a name is known.
+type wire struct {
+	writes atomic.Int64
+	cmds   *sentCounts
+}
+
+func (w *wire) dial(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &wireConn{Conn: conn, w: w}, nil
+}
+
+// wireConn is one counted connection. rueidis writes to a connection from
+// one goroutine at a time.
+type wireConn struct {
+	net.Conn
+	w *wire
+	// The RESP scanner's state, across writes: a header line begun, the
+	// bytes of a bulk string (and its CRLF) still to come, and the first
+	// bulk string of a command (its name) being read.
+	line  []byte
+	bulk  int
+	first bool
+	name  []byte
+}
+
+func (c *wireConn) Write(b []byte) (int, error) {
+	c.w.writes.Add(1)
+	c.scan(b)
+	return c.Conn.Write(b)
+}
+
+// scan reads the commands in b, arrays of bulk strings, and counts each
+// by its first bulk string.
+func (c *wireConn) scan(b []byte) {
+	for len(b) > 0 {
+		if c.bulk > 0 {
+			n := min(c.bulk, len(b))
+			if c.first {
+				c.name = append(c.name, b[:n]...)
+			}
+			c.bulk -= n
+			b = b[n:]
+			if c.bulk == 0 && c.first {
+				c.w.cmds.addBytes(c.name[:len(c.name)-2]) // less its CRLF
+				c.first, c.name = false, c.name[:0]
+			}
+			continue
+		}
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			c.line = append(c.line, b...)
+			return
+		}
+		c.line = append(c.line, b[:i+1]...)
+		b = b[i+1:]
+		if len(c.line) >= 4 {
+			n, _ := strconv.Atoi(string(c.line[1 : len(c.line)-2]))
+			switch c.line[0] {
+			case '*':
+				c.first = true
+			case '$':
+				c.bulk = n + 2
+			}
+		}
+		c.line = c.line[:0]
+	}
 }
 
 // get returns name's lock, made on first use (a semaphore's permits set then).
@@ -161,11 +258,11 @@ func (l *leaseholdLib) renewing(ctx context.Context, name string) (func(), error
 	return l.lock(ctx, name) // the keeper renews
 }
 
-func (l *leaseholdLib) rounds() int64          { return l.counted.Rounds() }
+func (l *leaseholdLib) rounds() int64          { return l.count() }
 func (l *leaseholdLib) sent() map[string]int64 { return l.cmds.snapshot() }
 func (l *leaseholdLib) close() {
 	l.c.Close()
-	l.counted.Client.Close()
+	l.closed()
 }
 
 type rueidislockLib struct {
@@ -616,6 +713,18 @@ var benchMultiplex = *flag.Int("bench.multiplex", -1, "leasehold's rueidis Pipel
 type sentCounts struct {
 	mu sync.Mutex // serialises adding a name
 	m  atomic.Pointer[map[string]*atomic.Int64]
+}
+
+// addBytes is add of a name read off the wire, without a string made of it
+// once the name is known.
+func (s *sentCounts) addBytes(name []byte) {
+	if m := s.m.Load(); m != nil {
+		if n := (*m)[string(name)]; n != nil {
+			n.Add(1)
+			return
+		}
+	}
+	s.add(string(name))
 }
 
 func (s *sentCounts) add(name string) {

@@ -24,7 +24,7 @@ var (
 	withKinds = flag.Bool("bench.kinds", false, "also run leasehold's other lock kinds (fair, rw read, rw write, semaphore) "+
 		"in Uncontended, ParallelDistinct and Contended (bench.sh does)")
 	withVariants = flag.Bool("bench.variants", false, "also run leasehold variants that show where its Redis cost goes "+
-		"(over a rueidis client without client tracking) in Uncontended and ParallelDistinct (bench.sh does)")
+		"(in rueidis' pipelined mode) in Uncontended and ParallelDistinct (bench.sh does)")
 )
 
 // kinds are the runners of leasehold's other lock kinds, on the same
@@ -42,14 +42,15 @@ var kinds = []libMaker{
 }
 
 // variants run rlock as the leasehold runner does with one difference each.
-// leasehold-notracking dials with DisableCache: rueidis then sends no CLIENT
-// TRACKING, so Redis keeps no table of the keys the connection reads (the
-// scripts' reads included): the difference from the leasehold row is
-// tracking's cost alone.
+// leasehold-pipelined dials with AlwaysPipelining: rueidis then runs the
+// connection in its pipelined mode, where every command crosses a writer
+// and a reader goroutine, as an OnInvalidations hook on it makes it do (Open
+// set one until its invalidations moved to the tracking connection): the
+// difference from the leasehold row is that mode's cost alone.
 var variants = []libMaker{
-	{name: "leasehold-notracking", make: func(tb testing.TB, addr string, ttl time.Duration) library {
+	{name: "leasehold-pipelined", make: func(tb testing.TB, addr string, ttl time.Duration) library {
 		opt := leaseholdOption(addr)
-		opt.DisableCache = true
+		opt.AlwaysPipelining = true
 		return openLeasehold(tb, opt, ttl, rlockKind{})
 	}},
 }

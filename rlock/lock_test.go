@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/harness/redistest"
 	"github.com/leasehold/leasehold/lease"
@@ -256,25 +258,51 @@ func holdForeign(srv *redistest.Server, name string, ttl time.Duration) {
 }
 
 // A lock deleted without any message (a foreign client's DEL) still wakes
-// the waiter: the invalidation of the key does.
+// the waiter: the invalidation of the key does, on a Client made by Open
+// and on one made by New over the caller's rueidis client alike (both read
+// a waiter's key on a tracking connection of their own).
 func TestWakeOnInvalidation(t *testing.T) {
-	srv := redistest.Start(t)
-	c := open(t, srv)
-	ctx := ctxTimeout(t, 20*time.Second)
-	holdForeign(srv, "silent", 30000*time.Millisecond)
-	f := rlock.New(c, "silent").AcquireAsync(ctx)
-	eventually(t, 5*time.Second, "waiter subscribed", func() bool { return c.Stats().Subscriptions == 1 })
-	time.Sleep(50 * time.Millisecond) // let the waiter settle into its wait
-	deleted := time.Now()
-	srv.Do("DEL", "silent")
-	ls, err := f.Result()
-	if err != nil {
-		t.Fatalf("waiter: %v", err)
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T, srv *redistest.Server) *leasehold.Client
+	}{
+		{"Open", func(t *testing.T, srv *redistest.Server) *leasehold.Client { return open(t, srv) }},
+		{"New", func(t *testing.T, srv *redistest.Server) *leasehold.Client {
+			rc, err := rueidis.NewClient(srv.Option())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := leasehold.New(rc)
+			if err != nil {
+				rc.Close()
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close(); rc.Close() })
+			return c
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			c := tc.open(t, srv)
+			ctx := ctxTimeout(t, 20*time.Second)
+			holdForeign(srv, "silent", 30000*time.Millisecond)
+			f := rlock.New(c, "silent").AcquireAsync(ctx)
+			eventually(t, 5*time.Second, "waiter subscribed", func() bool { return c.Stats().Subscriptions == 1 })
+			time.Sleep(50 * time.Millisecond) // let the waiter settle into its wait
+			deleted := time.Now()
+			srv.Do("DEL", "silent")
+			ls, err := f.Result()
+			if err != nil {
+				t.Fatalf("waiter: %v", err)
+			}
+			// Generous for a busy machine: a wake-up takes milliseconds, and
+			// without the invalidation the waiter would sleep for the 30s lease.
+			if el := time.Since(deleted); el > 2*time.Second {
+				t.Fatalf("waiter took %v after DEL (lease 30s, no message)", el)
+			}
+			release(t, ls)
+		})
 	}
-	if el := time.Since(deleted); el > 2*time.Second {
-		t.Fatalf("waiter took %v after DEL (lease 30s, no message)", el)
-	}
-	release(t, ls)
 }
 
 // A waiter that joins a channel already subscribed and silent makes no

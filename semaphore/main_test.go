@@ -31,12 +31,14 @@ var (
 )
 
 // untracked returns a Client made with leasehold.New over a rueidis client
-// of its own on srv, as the root package's benchmarks make theirs: its
+// of its own on srv, signed in as an ACL user refused CLIENT TRACKING: its
 // waiters hear no invalidations, only messages and timers, and the returned
 // Counting counts its round trips. Both close when the test ends.
 func untracked(tb testing.TB, srv *redistest.Server) (*leasehold.Client, *redistest.Counting) {
 	tb.Helper()
-	rc, err := rueidis.NewClient(srv.Option())
+	opt := locktest.Denied(tb, srv, "client|tracking")
+	opt.DisableCache = true // rueidis' cache would need CLIENT TRACKING too
+	rc, err := rueidis.NewClient(opt)
 	if err != nil {
 		tb.Fatal(err)
 	}

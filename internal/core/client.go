@@ -74,12 +74,12 @@ type Client struct {
 	once   sync.Once
 }
 
-// NewClient returns a Client on rc. owned says whether Close closes rc;
-// tracking whether rc's invalidations reach the hub (Invalidate), for its
-// waiters. Its holders hear of a removal from Redis on connections of their
-// own wherever the server offers CLIENT TRACKING (see Keeper.Tracked); where
-// it does not, the Client warns of it.
-func NewClient(rc rueidis.Client, owned, tracking bool, o Options) *Client {
+// NewClient returns a Client on rc. owned says whether Close closes rc.
+// Its holders hear of a removal from Redis, and its waiters of a release or
+// an expiry, on connections of their own wherever the server offers CLIENT
+// TRACKING (see Keeper.Tracked), never through rc's cache, so that rc keeps
+// rueidis' direct mode; where the server does not, the Client warns of it.
+func NewClient(rc rueidis.Client, owned bool, o Options) *Client {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{}
 	c.closing, c.drain = context.WithCancel(context.Background())
@@ -93,11 +93,11 @@ func NewClient(rc rueidis.Client, owned, tracking bool, o Options) *Client {
 		o.ID = NewID()
 	}
 	c.rc, c.owned, c.id, c.opts = rc, owned, o.ID, o
-	if tracking {
-		hubOpts = append(hubOpts, hub.Tracking())
-	}
+	// A waiter's key is read on the keeper's tracking connection: Watch is
+	// called only by waiters, once NewClient has returned.
+	hubOpts = append(hubOpts, hub.Tracker(func(key string) { c.keeper.Watch(key) }))
 	c.hub = hub.NewHub(rc, hubOpts...)
-	c.keeper = NewKeeper(rc, o.Watchdog, o.Sharded, c.Warn, WaitReplicas(o.Replicas, o.ReplicaTimeout))
+	c.keeper = NewKeeper(rc, o.Watchdog, o.Sharded, c.Warn, WaitReplicas(o.Replicas, o.ReplicaTimeout), Hints(c.hub.InvalidateKeys))
 	c.ctx, c.cancel = ctx, cancel
 	return c
 }
@@ -111,11 +111,6 @@ func (c *Client) Warn(err error) {
 	}
 	o.Observe(lease.Event{Kind: lease.Warning, Err: err})
 }
-
-// Invalidate takes an invalidation message of rc's client-side cache (wire
-// it into rueidis.ClientOption.OnInvalidations): the hub wakes the waiters of
-// the keys; nil keys: the cache was flushed.
-func (c *Client) Invalidate(keys []rueidis.RedisMessage) { c.hub.Invalidate(keys) }
 
 // ID is the Client's unique id, a random UUID.
 func (c *Client) ID() string { return c.id }

@@ -46,6 +46,9 @@ const armDelay = 5 * time.Millisecond
 type guard struct {
 	t    *tracking
 	warn func(error)
+	// hint hears the keys whose tracking ended: an invalidation, a waiter's
+	// key found gone (see watch); nil for every key. nil: no one listens.
+	hint func(keys []string)
 	wake chan struct{}
 	done chan struct{}
 	stop context.CancelFunc
@@ -59,17 +62,20 @@ type guard struct {
 	all     bool                // every key: the cache was flushed
 	arming  []*Hold             // holds taken, not yet read
 	armAt   time.Time           // when the first of arming is due
+	// watching are waiters' lock keys to read next round (see watch).
+	watching map[string]struct{}
 }
 
 // newGuard starts the guard of holds on rc, or returns nil when the server
-// offers no tracking, after warning of it. rc nil: no guard.
-func newGuard(rc rueidis.Client, warn func(error)) *guard {
+// offers no tracking, after warning of it. rc nil: no guard. hint, if not
+// nil, hears the keys whose tracking ended (see guard.hint).
+func newGuard(rc rueidis.Client, warn func(error), hint func([]string)) *guard {
 	if rc == nil {
 		return nil
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	g := &guard{warn: warn, wake: make(chan struct{}, 1), done: make(chan struct{}), stop: stop, ctx: ctx,
-		keys: make(map[string][]*Hold), pending: make(map[string]struct{})}
+	g := &guard{warn: warn, hint: hint, wake: make(chan struct{}, 1), done: make(chan struct{}), stop: stop, ctx: ctx,
+		keys: make(map[string][]*Hold), pending: make(map[string]struct{}), watching: make(map[string]struct{})}
 	g.t = newTracking(rc, g.onInvalidations)
 	pctx, cancel := context.WithTimeout(ctx, confirmTimeout)
 	err := g.t.probe(pctx)
@@ -99,6 +105,7 @@ func (g *guard) refuse(err error) {
 	}
 	clear(g.keys)
 	clear(g.pending)
+	clear(g.watching)
 	g.arming = nil
 	g.mu.Unlock()
 }
@@ -122,6 +129,38 @@ func (g *guard) onInvalidations(keys []rueidis.RedisMessage) {
 		}
 	}
 	g.invalidate(names, false)
+	if g.hint != nil {
+		g.hint(names)
+	}
+}
+
+// watch has the next round read key, a waiter's lock key, on the tracking
+// connection, so that its next change (a release, an expiry, a deletion)
+// comes back as an invalidation to hint; a key found gone already is handed
+// to hint at once. It does not block: the read is the guard's.
+func (g *guard) watch(key string) {
+	if !g.tracked() {
+		return
+	}
+	g.mu.Lock()
+	g.watching[key] = struct{}{}
+	g.mu.Unlock()
+	g.notify()
+}
+
+// watched takes the waiters' keys to read this round.
+func (g *guard) watched() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.watching) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(g.watching))
+	for key := range g.watching {
+		keys = append(keys, key)
+	}
+	clear(g.watching)
+	return keys
 }
 
 // add guards h from now on: armDelay later, unless it was given back, a
@@ -185,6 +224,9 @@ func (g *guard) invalidate(keys []string, all bool) {
 	if g == nil {
 		return
 	}
+	if all && g.hint != nil {
+		g.hint(nil) // the waiters' keys too
+	}
 	hinted := false
 	g.mu.Lock()
 	if all {
@@ -211,10 +253,14 @@ func (g *guard) rehint(h *Hold) {
 
 // later marks key for the round after a failed read, which the backoff
 // timer starts: a notify would start it at once, a busy loop while Redis
-// is unreachable.
-func (g *guard) later(key string) {
+// is unreachable. waiting: a waiter's key (see watch), not a hold's.
+func (g *guard) later(key string, waiting bool) {
 	g.mu.Lock()
-	g.pending[key] = struct{}{}
+	if waiting {
+		g.watching[key] = struct{}{}
+	} else {
+		g.pending[key] = struct{}{}
+	}
 	g.mu.Unlock()
 }
 
@@ -364,25 +410,28 @@ func (kh keyHolds) names() []string {
 // backoff.
 func (g *guard) round() (failed bool) {
 	khs, done := g.due()
-	if done == nil {
-		return false
-	}
-	defer func() {
-		for _, kh := range khs {
-			for _, h := range kh.holds {
-				h.endRead(done)
+	if done != nil {
+		defer func() {
+			for _, kh := range khs {
+				for _, h := range kh.holds {
+					h.endRead(done)
+				}
 			}
-		}
-		close(done)
-	}()
-	if len(khs) == 0 {
+			close(done)
+		}()
+	}
+	watched := g.watched()
+	if len(khs) == 0 && len(watched) == 0 {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(g.ctx, confirmTimeout)
 	defer cancel()
-	reads := make([]rueidis.Completed, len(khs))
+	reads := make([]rueidis.Completed, len(khs), len(khs)+len(watched))
 	for i, kh := range khs {
 		reads[i] = presenceRead(g.t.rc, kh)
+	}
+	for _, key := range watched {
+		reads = append(reads, g.t.rc.B().Exists().Key(key).Build())
 	}
 	res, again := g.t.read(ctx, reads)
 	if len(again) > 0 {
@@ -390,7 +439,11 @@ func (g *guard) round() (failed bool) {
 		// tracked no more, and its invalidations were lost.
 		g.invalidate(nil, true)
 	}
-	for i, r := range res {
+	refused, failed := g.waitersRead(watched, res[len(khs):])
+	if refused {
+		return false
+	}
+	for i, r := range res[:len(khs)] {
 		kh := khs[i]
 		gone, err := absent(r, kh)
 		if errors.Is(err, errUntracked) {
@@ -399,7 +452,7 @@ func (g *guard) round() (failed bool) {
 		}
 		if err != nil && retry.Classify(err) != retry.Final || isMoved(err) {
 			failed = true
-			g.later(kh.key)
+			g.later(kh.key, false)
 			continue
 		}
 		for j, h := range kh.holds {
@@ -414,6 +467,33 @@ func (g *guard) round() (failed bool) {
 		}
 	}
 	return failed
+}
+
+// waitersRead takes the replies to the reads of waiters' keys (EXISTS): a
+// key gone is handed to hint, so that its waiters try at once, since the
+// invalidation that would have told of it came before the read; a read that
+// failed for now is made again after a backoff. A read refused for good is
+// not made again: the waiters' timers stand in for it. It reports whether
+// the server refused tracking, and whether some reads are to be made again.
+func (g *guard) waitersRead(keys []string, res []rueidis.RedisResult) (refused, failed bool) {
+	var gone []string
+	for i, r := range res {
+		n, err := r.AsInt64()
+		switch {
+		case errors.Is(err, errUntracked):
+			g.refuse(err)
+			return true, false
+		case err != nil && (retry.Classify(err) != retry.Final || isMoved(err)):
+			failed = true
+			g.later(keys[i], true)
+		case err == nil && n == 0:
+			gone = append(gone, keys[i])
+		}
+	}
+	if len(gone) > 0 && g.hint != nil {
+		g.hint(gone)
+	}
+	return false, failed
 }
 
 // isMoved reports whether err is a MOVED or ASK reply: the key lives on

@@ -33,6 +33,7 @@ type Keeper struct {
 	replicaTimeout time.Duration
 
 	guard  *guard // nil without tracking
+	hint   func(keys []string)
 	places *places
 
 	mu     sync.Mutex
@@ -55,7 +56,6 @@ func NewKeeper(rc rueidis.Client, watchdog time.Duration, sharded bool, warn fun
 		stop:     stop,
 		done:     make(chan struct{}),
 		holds:    make(map[*Hold]struct{}),
-		guard:    newGuard(rc, warn),
 		places:   newPlaces(),
 	}
 	for _, o := range opts {
@@ -63,6 +63,7 @@ func NewKeeper(rc rueidis.Client, watchdog time.Duration, sharded bool, warn fun
 			o.applyKeeper(k)
 		}
 	}
+	k.guard = newGuard(rc, warn, k.hint)
 	go k.run()
 	return k
 }
@@ -81,6 +82,18 @@ func (f keeperOptionFunc) applyKeeper(k *Keeper) { f(k) }
 func WaitReplicas(n int, timeout time.Duration) KeeperOption {
 	return keeperOptionFunc(func(k *Keeper) { k.replicas, k.replicaTimeout = max(n, 0), timeout })
 }
+
+// Hints has hint hear the keys whose tracking on the keeper's connections
+// ended (see guard.hint), the waiters' keys (Watch) among them. Default: none.
+func Hints(hint func(keys []string)) KeeperOption {
+	return keeperOptionFunc(func(k *Keeper) { k.hint = hint })
+}
+
+// Watch reads key, a waiter's lock key, on the connection the keeper tracks
+// its holds on, so that Redis tells Hints of its next change; a key found
+// gone is told to Hints at once. It does not block; without tracking it does
+// nothing.
+func (k *Keeper) Watch(key string) { k.guard.watch(key) }
 
 // Track starts keeping h. sent is when the script that took the lock was
 // sent: the local deadline runs from there. Watchdog holds (with a Renewal)

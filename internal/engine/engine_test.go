@@ -200,7 +200,7 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	c := core.NewClient(nil, false, false, core.Options{Watchdog: time.Hour})
+	c := core.NewClient(nil, false, core.Options{Watchdog: time.Hour})
 	t.Cleanup(c.Close)
 	r := &rig{clock: newFakeClock(), hub: newFakeHub(), proto: newFakeProtocol(), c: c}
 	r.e = New(c, "job", core.LockConfig{LeaseTime: time.Hour, Options: core.Options{Watchdog: time.Hour}}, r.proto)

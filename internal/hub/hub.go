@@ -27,11 +27,15 @@ type Hub struct {
 	rc       rueidis.Client
 	tracking bool
 	sharded  bool // SSUBSCRIBE rather than SUBSCRIBE
+	// tracker reads a lock key on a connection whose invalidations come
+	// back to InvalidateKeys (see Tracker); nil for none.
+	tracker func(key string)
 
 	wakeups atomic.Uint64
 	mu      sync.Mutex
 	topics  map[string]*topic   // channel -> live topic
 	byKey   map[string][]*topic // lock key -> topics woken by its invalidation
+	tracked map[string]struct{} // lock keys the tracker read and Redis has not invalidated since
 	closing map[string]*topic   // channel -> topic still unsubscribing
 	closed  bool
 	done    chan struct{}   // closed by Close
@@ -49,6 +53,7 @@ func NewHub(rc rueidis.Client, opts ...HubOption) *Hub {
 		rc:      rc,
 		topics:  make(map[string]*topic),
 		byKey:   make(map[string][]*topic),
+		tracked: make(map[string]struct{}),
 		closing: make(map[string]*topic),
 		done:    make(chan struct{}),
 		quit:    context.Background(),
@@ -73,6 +78,18 @@ func (f hubOptionFunc) applyHub(h *Hub) { f(h) }
 // a waiter's key through the cache, so that Redis tells of its next change.
 // Default: no tracking.
 func Tracking() HubOption { return hubOptionFunc(func(h *Hub) { h.tracking = true }) }
+
+// Tracker has Track hand a waiter's key to read, a key at a time, to a
+// reader of its own: one that reads it on a connection with CLIENT TRACKING
+// on, whose invalidations it passes to InvalidateKeys, and that calls
+// InvalidateKeys itself when it finds the key gone. read must not block: the
+// read is made later, on the reader's own goroutine. The hub asks again for
+// a key only once Redis has invalidated it. It takes the place of Tracking,
+// whose reads through rc's cache put rc's connection in rueidis' pipelined
+// mode (every command then crosses two goroutines). Default: none.
+func Tracker(read func(key string)) HubOption {
+	return hubOptionFunc(func(h *Hub) { h.tracker = read })
+}
 
 // Sharded makes the hub subscribe with SSUBSCRIBE (sharded pub/sub, Redis 7+
 // in Redis Cluster), on the connection rueidis keeps to the node of the
@@ -203,16 +220,33 @@ func (w *Waiter) Ready() <-chan struct{} { return w.t.ready }
 // until received, so one sent while the waiter was trying is not lost.
 func (w *Waiter) C() <-chan struct{} { return w.c }
 
-// Track makes sure the hub hears when the lock key changes or expires, by
-// reading it through the client-side cache: a round trip only when the key is
-// not tracked already (an invalidation ends tracking until the next read).
-// It reads the key's TYPE, which answers for a key of any type (a lock's
-// hash, a semaphore's string). Without invalidation tracking it does nothing.
+// Track makes sure the hub hears when the lock key changes or expires: with
+// a Tracker, by handing the key to it unless it is tracked already, without
+// waiting; with Tracking, by reading it through the client-side cache, a
+// round trip only when the key is not tracked already (an invalidation ends
+// tracking until the next read). That read is of the key's TYPE, which
+// answers for a key of any type (a lock's hash, a semaphore's string).
+// Without either it does nothing.
 func (w *Waiter) Track(ctx context.Context) error {
-	if !w.h.tracking || w.t.key == "" {
+	h, key := w.h, w.t.key
+	switch {
+	case key == "":
+		return nil
+	case h.tracker != nil:
+		h.mu.Lock()
+		_, known := h.tracked[key]
+		if !known {
+			h.tracked[key] = struct{}{}
+		}
+		h.mu.Unlock()
+		if !known {
+			h.tracker(key)
+		}
+		return nil
+	case !h.tracking:
 		return nil
 	}
-	return w.h.rc.DoCache(ctx, w.h.rc.B().Type().Key(w.t.key).Cache(), time.Minute).Error()
+	return h.rc.DoCache(ctx, h.rc.B().Type().Key(key).Cache(), time.Minute).Error()
 }
 
 // Leave unregisters the waiter. A wake-up it received but did not act on is
@@ -256,6 +290,9 @@ func (h *Hub) drop(t *topic) {
 		}
 		if len(ts) == 0 {
 			delete(h.byKey, t.key)
+			// The map holds the keys waited on, no more: the next
+			// waiter reads it again.
+			delete(h.tracked, t.key)
 		} else {
 			h.byKey[t.key] = ts
 		}
@@ -484,19 +521,34 @@ func (h *Hub) wakeCount(t *topic, n int64) {
 // waiter per topic of each key, or of every topic when keys is nil (the cache
 // was flushed). Wire it into rueidis.ClientOption.OnInvalidations.
 func (h *Hub) Invalidate(keys []rueidis.RedisMessage) {
+	if keys == nil {
+		h.InvalidateKeys(nil)
+		return
+	}
+	names := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if key, err := k.ToString(); err == nil {
+			names = append(names, key)
+		}
+	}
+	h.InvalidateKeys(names)
+}
+
+// InvalidateKeys is Invalidate of the keys named: one waiter woken per
+// topic of each key, or of every topic when keys is nil (every key's
+// tracking ended: a flush, a connection made again). It does not block.
+func (h *Hub) InvalidateKeys(keys []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if keys == nil {
+		clear(h.tracked)
 		for _, t := range h.topics {
 			h.wakeOne(t)
 		}
 		return
 	}
-	for _, k := range keys {
-		key, err := k.ToString()
-		if err != nil {
-			continue
-		}
+	for _, key := range keys {
+		delete(h.tracked, key)
 		for _, t := range h.byKey[key] {
 			h.wakeOne(t)
 		}
