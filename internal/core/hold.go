@@ -40,10 +40,11 @@ type HoldConfig struct {
 	Scope Scope
 	// TTL is the lease time Redis was given.
 	TTL time.Duration
-	// Renew is the script the Keeper runs every round to extend a watchdog
-	// lease: it returns 1 while the owner holds the lock, 0 once it does
-	// not. nil for a fixed lease, which runs out TTL after it was taken.
-	Renew *lua.Call
+	// Renewed: a watchdog lease, which the Keeper extends every round by
+	// Protocol.Renewal(Owner), made at the first round the hold sees (most
+	// holds are given back before one). Unset for a fixed lease, which runs
+	// out TTL after it was taken.
+	Renewed bool
 	// Protocol is the lock kind's, whose release script on Redis gives the
 	// hold up; nil for a hold made of other holds, which Members gives up.
 	Protocol lua.Protocol
@@ -109,6 +110,7 @@ type Hold struct {
 	alone    [1]*Hold
 	timer    *time.Timer
 	deadline time.Time
+	renew    *lua.Call // the renewal script's call, made at first use (see renewal)
 	keeper   *Keeper
 	since    time.Time       // when the hold was made
 	ctx      context.Context // parent of the Leases' contexts, cancelled when the hold ends
@@ -331,7 +333,7 @@ func (h *Hold) startDeadline(sent time.Time) {
 // expire is the deadline timer's function.
 func (h *Hold) expire() {
 	why := "no renewal was confirmed within the lease time"
-	if h.cfg.Renew == nil {
+	if !h.cfg.Renewed {
 		why = "the lease time ran out"
 	}
 	h.Lose(Errorf("hold", h.cfg.Name, "%w: %s", lease.ErrLost, why))
@@ -374,7 +376,17 @@ func (h *Hold) guarded() bool {
 func (h *Hold) renewable() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.cfg.Renew != nil && !h.releasing
+	return h.cfg.Renewed && !h.releasing
+}
+
+// renewal is the keeper's renewal of a watchdog hold, made at its first use.
+func (h *Hold) renewal() *lua.Call {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.renew == nil {
+		h.renew = h.cfg.Protocol.Renewal(h.cfg.Owner)
+	}
+	return h.renew
 }
 
 // Release gives up one Lease's share of the hold, and reports it to the
@@ -412,6 +424,11 @@ func (h *Hold) release(ctx context.Context) error {
 	}
 	if err = rctx.Err(); err == nil {
 		err = h.releaseRetrying(rctx, last)
+	}
+	if err != nil && retry.Transient(err) && !h.beforeDeadline() && !h.deadline0() {
+		// The local deadline passed while Redis did not answer: the hold
+		// is lost now, as its timer is about to say.
+		h.expire()
 	}
 	if lost := h.lostErr(); err != nil && lost != nil {
 		// Lost before the release was confirmed: there is nothing left
@@ -487,8 +504,19 @@ func (h *Hold) releaseContext(ctx context.Context) (context.Context, func()) {
 	}
 	var rctx context.Context
 	var cancel context.CancelFunc
+	// No later than the hold's local deadline, when it is lost whatever
+	// Redis answers: rueidis' direct mode, in which a Client made by Open
+	// runs while one goroutine uses it, ends a call at its ctx's deadline,
+	// not at its cancellation (the abort below).
+	end, bounded := time.Time{}, false
 	if ctx.Done() != nil {
-		rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+		end, bounded = time.Now().Add(ReleaseTimeout), true
+	}
+	if d := h.Deadline(); !d.IsZero() && (!bounded || d.Before(end)) {
+		end, bounded = d, true
+	}
+	if bounded {
+		rctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), end)
 	} else {
 		rctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
 	}
@@ -647,7 +675,10 @@ func (h *Hold) end() {
 // owner (or an operator's force release) can remove its hold. Giving up one
 // hold of several is made idempotent by the script's latch instead.
 func (h *Hold) releaseRetrying(ctx context.Context, all bool) error {
-	id := NewRequestID()
+	var id string // no request id where the script reads no latch: no allocation
+	if !all || h.cfg.Protocol == nil || !h.cfg.Protocol.Is().Kind.AllUnlatched {
+		id = NewRequestID()
+	}
 	err := h.giveUp(ctx, id, all)
 	if !retry.Transient(err) || ctx.Err() != nil {
 		return err
@@ -692,6 +723,13 @@ func (h *Hold) keep() time.Duration {
 		return 0
 	}
 	return h.cfg.HoldAtLeast - time.Since(h.cfg.Won)
+}
+
+// deadline0 reports whether the hold has no local deadline yet.
+func (h *Hold) deadline0() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.deadline.IsZero()
 }
 
 // beforeDeadline reports whether the hold's local deadline is known and not

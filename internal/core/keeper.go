@@ -241,7 +241,7 @@ func (k *Keeper) round(hs []*Hold) (failed []*Hold) {
 func (k *Keeper) renew(ctx context.Context, c rueidis.CoreClient, hs []*Hold, wait bool) []rueidis.RedisResult {
 	calls := make([]*lua.Call, len(hs))
 	for i, h := range hs {
-		calls[i] = h.cfg.Renew
+		calls[i] = h.renewal()
 	}
 	return k.exec(ctx, c, calls, wait)
 }
@@ -300,7 +300,7 @@ func (k *Keeper) waited(ctx context.Context, hs []*Hold, synced []bool) []rueidi
 	for i, h := range hs {
 		slot := uint16(0)
 		if k.rc.Mode() == rueidis.ClientModeCluster {
-			cmd := h.cfg.Renew.Cmd(k.rc, k.sharded)
+			cmd := h.renewal().Cmd(k.rc, k.sharded)
 			slot = cmd.Slot()
 		}
 		bySlot[slot] = append(bySlot[slot], i)

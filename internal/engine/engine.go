@@ -305,7 +305,7 @@ func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lea
 		Scope:    e.scope,
 		TTL:      ttl,
 		Observer: e.cfg.Observer,
-		Renew:    e.renewal(owner),
+		Renewed:  e.cfg.Renewed(),
 		Presence: e.proto.Presence(owner),
 		Protocol: e.proto, Redis: e.client.Redis(),
 		HoldAtLeast: e.cfg.HoldAtLeast, Won: won,
@@ -386,14 +386,6 @@ func (e *Engine) replicate(ctx context.Context, op, owner string) error {
 		return fail("%d of %d replicas acknowledged the acquisition within %v; released", acked, n, timeout)
 	}
 	return nil
-}
-
-// renewal is the keeper's renewal of owner's hold: nil for a fixed lease.
-func (e *Engine) renewal(owner string) *lua.Call {
-	if !e.cfg.Renewed() {
-		return nil
-	}
-	return e.proto.Renewal(owner)
 }
 
 // reenter takes the lock again for the owner of h, a hold the caller's

@@ -15,16 +15,20 @@ type Kind struct {
 	Reentrant bool
 	// Shape is how Inspect reads its keys.
 	Shape Shape
+	// AllUnlatched: its release of every hold reads no unlock latch (a
+	// repeat finds the owner gone and says so), so it is sent with no
+	// request id (see Protocol.Release).
+	AllUnlatched bool
 }
 
 // The kinds.
 var (
-	KindRLock     = &Kind{Name: "rlock", Package: "rlock", Reentrant: true, Shape: ShapeRLock}
+	KindRLock     = &Kind{Name: "rlock", Package: "rlock", Reentrant: true, Shape: ShapeRLock, AllUnlatched: true}
 	KindFair      = &Kind{Name: "fair", Package: "fairqueue", Reentrant: true, Shape: ShapeFair}
 	KindRWRead    = &Kind{Name: "rw-read", Package: "rw", Reentrant: true, Shape: ShapeRW}
 	KindRWWrite   = &Kind{Name: "rw-write", Package: "rw", Reentrant: true, Shape: ShapeRW}
 	KindSemaphore = &Kind{Name: "semaphore", Package: "semaphore", Shape: ShapeSemaphore}
-	KindElection  = &Kind{Name: "election", Package: "election", Reentrant: true, Shape: ShapeElection}
+	KindElection  = &Kind{Name: "election", Package: "election", Reentrant: true, Shape: ShapeElection, AllUnlatched: true}
 )
 
 // Kinds are the lock kinds, in the order the documentation lists them.

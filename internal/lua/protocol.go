@@ -26,7 +26,8 @@ type Protocol interface {
 	Try(ctx context.Context, c rueidis.Client, owner string, wait bool) (Grant, error)
 	// Release gives up one hold of owner, or every hold when all is set.
 	// requestID names the release, so that a retry is answered from the
-	// unlock latch. With keep (WithHoldAtLeast, for the kinds that take
+	// unlock latch; it is empty for a release of every hold of a kind that
+	// is AllUnlatched. With keep (WithHoldAtLeast, for the kinds that take
 	// it), a release that frees the lock leaves it taken by no holder for
 	// keep. It returns Freed, StillHeld or NotHeld.
 	Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool, keep time.Duration) (int64, error)
@@ -184,7 +185,12 @@ func Ms(d time.Duration) string {
 // ParseGrant reads the "1 TOKEN COUNT" or "0 PTTL" reply of an acquire
 // script (see script/lua/lib/reply.lua).
 func ParseGrant(res rueidis.RedisResult) (Grant, error) {
-	v, err := Ints(res)
+	s, err := res.ToString()
+	if err != nil {
+		return Grant{}, err
+	}
+	var buf [3]int64
+	v, err := appendInts(buf[:0], s)
 	if err != nil {
 		return Grant{}, err
 	}
@@ -205,20 +211,27 @@ func Ints(res rueidis.RedisResult) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	fields := strings.Fields(s)
-	v := make([]int64, len(fields))
-	for i, f := range fields {
+	return appendInts(nil, s)
+}
+
+// appendInts appends the integers of s, a reply of integers separated by
+// spaces, to dst. Given an array of its caller's (ParseGrant's), it makes
+// no allocation.
+func appendInts(dst []int64, s string) ([]int64, error) {
+	for f := range strings.FieldsSeq(s) {
 		// A token may pass 2^63 only after centuries of µs: uint64 holds it.
+		neg := strings.HasPrefix(f, "-")
 		u, err := strconv.ParseUint(strings.TrimPrefix(f, "-"), 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("lua: unexpected reply %q: %w", s, err)
 		}
-		v[i] = int64(u)
-		if strings.HasPrefix(f, "-") {
-			v[i] = -v[i]
+		v := int64(u)
+		if neg {
+			v = -v
 		}
+		dst = append(dst, v)
 	}
-	return v, nil
+	return dst, nil
 }
 
 func flag(b bool) string {
