@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -233,7 +234,10 @@ func (g *guard) invalidate(keys []string, all bool) {
 		g.all, hinted = len(g.keys) > 0, len(g.keys) > 0
 	}
 	for _, k := range keys {
-		if _, ok := g.keys[k]; ok {
+		// A hold not armed yet is read when it is: a change before then
+		// is most often its own Client's (an acquire, a handoff), and
+		// reading at every one would keep a busy key in a loop of reads.
+		if slices.ContainsFunc(g.keys[k], func(h *Hold) bool { return h.armed }) {
 			g.pending[k], hinted = struct{}{}, true
 		}
 	}
@@ -262,6 +266,19 @@ func (g *guard) later(key string, waiting bool) {
 		g.pending[key] = struct{}{}
 	}
 	g.mu.Unlock()
+}
+
+// retry has key read again after a read that failed with err: at once
+// after MOVED, which corrected the slot map (a slot that moved must not
+// leave its waiters deaf for a backoff), else after the backoff, which
+// *failed starts.
+func (g *guard) retry(key string, waiting bool, err error, failed *bool) {
+	g.later(key, waiting)
+	if retry.HasCode(err, "MOVED") {
+		g.notify()
+		return
+	}
+	*failed = true
 }
 
 // notify wakes the guard's goroutine without blocking.
@@ -337,6 +354,7 @@ func (g *guard) armDue() {
 	for i, h := range g.arming {
 		if h.guardAt >= 0 {
 			g.pending[h.cfg.Presence.Key] = struct{}{}
+			h.armed = true
 		}
 		g.arming[i] = nil
 	}
@@ -451,8 +469,7 @@ func (g *guard) round() (failed bool) {
 			return false
 		}
 		if err != nil && retry.Classify(err) != retry.Final || isMoved(err) {
-			failed = true
-			g.later(kh.key, false)
+			g.retry(kh.key, false, err, &failed)
 			continue
 		}
 		for j, h := range kh.holds {
@@ -484,8 +501,7 @@ func (g *guard) waitersRead(keys []string, res []rueidis.RedisResult) (refused, 
 			g.refuse(err)
 			return true, false
 		case err != nil && (retry.Classify(err) != retry.Final || isMoved(err)):
-			failed = true
-			g.later(keys[i], true)
+			g.retry(keys[i], true, err, &failed)
 		case err == nil && n == 0:
 			gone = append(gone, keys[i])
 		}

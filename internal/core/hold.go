@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/leasehold/leasehold/internal/hub"
 	"github.com/leasehold/leasehold/internal/leasestate"
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/internal/retry"
@@ -62,7 +63,25 @@ type HoldConfig struct {
 	// the holder at once when it is gone; zero for a hold that lives in
 	// other holds (quorum's).
 	Presence lua.Presence
+	// Pass, when set, lets the hold's last release pass the lock to a
+	// waiter of the same Client (see Pass).
+	Pass *Pass
 }
+
+// Pass is how a lock's last release passes it to a waiter of its own
+// Client in one script (lua.Handoff), when nobody else listens for it: one
+// per lock, shared by its holds.
+type Pass struct {
+	Client  *Client
+	Channel string // the lock's channel, where its waiters are registered
+	To      lua.Handoff
+	holds   atomic.Int64
+}
+
+// Held reports whether a hold of the lock, on this Client, is held now: an
+// Acquire then need not try the lock before it waits, since the hold's
+// release passes it on or publishes.
+func (p *Pass) Held() bool { return p.holds.Load() > 0 }
 
 type state int
 
@@ -105,9 +124,10 @@ type Hold struct {
 	aborts      []*abort      // releases in flight, ended when the hold is lost
 	// guardAt is the hold's place among the guard's holds of its key, -1
 	// when not guarded; alone is the array of that slice while the hold is
-	// the first on its key. The guard's lock guards both.
+	// the first on its key. The guard's lock guards these three.
 	guardAt  int
 	alone    [1]*Hold
+	armed    bool // the guard's arming delay passed (see guard.invalidate)
 	timer    *time.Timer
 	deadline time.Time
 	renew    *lua.Call // the renewal script's call, made at first use (see renewal)
@@ -140,6 +160,9 @@ func NewGroupScope() Scope { return Scope{Group: groups.Add(1)} }
 // create its first Lease with NewLease.
 func NewHold(cfg HoldConfig) *Hold {
 	h := &Hold{cfg: cfg, guardAt: -1}
+	if cfg.Pass != nil {
+		cfg.Pass.holds.Add(1) // until the hold is released or lost
+	}
 	if cfg.Observer != nil {
 		h.since = time.Now()
 	}
@@ -291,6 +314,12 @@ func (h *Hold) Lose(cause error) {
 		return
 	}
 	h.state, h.err = lost, cause
+	if p := h.cfg.Pass; p != nil {
+		p.holds.Add(-1)
+		// Its waiters may not track the key while it is held here (see
+		// Pass.Held): one of them tries now.
+		defer p.Client.Hub().InvalidateKeys([]string{h.cfg.Presence.Key})
+	}
 	h.stopTimer()
 	if h.cancel != nil {
 		h.cancel(cause)
@@ -653,6 +682,9 @@ func (h *Hold) end() {
 	var k *Keeper
 	if h.state == held {
 		h.state = released
+		if h.cfg.Pass != nil {
+			h.cfg.Pass.holds.Add(-1)
+		}
 		h.stopTimer()
 		if h.cancel != nil {
 			h.cancel(errReleased)
@@ -679,7 +711,10 @@ func (h *Hold) releaseRetrying(ctx context.Context, all bool) error {
 	if !all || h.cfg.Protocol == nil || !h.cfg.Protocol.Is().Kind.AllUnlatched {
 		id = NewRequestID()
 	}
-	err := h.giveUp(ctx, id, all)
+	passed, err := h.passOn(ctx, all)
+	if !passed {
+		err = h.giveUp(ctx, id, all)
+	}
 	if !retry.Transient(err) || ctx.Err() != nil {
 		return err
 	}
@@ -692,6 +727,62 @@ func (h *Hold) releaseRetrying(ctx context.Context, all bool) error {
 		}
 		return err
 	})
+}
+
+// passOn gives every hold of the owner up and passes the lock to a waiter
+// of the same Client, if one is waiting and nobody else listens (see
+// lua.Handoff), and reports whether it ran the handoff, with the outcome
+// for the owner as giveUp words it. A waiter it claimed gets the lock
+// (Grant), or is woken to try (Unclaim). One that left meanwhile has what
+// the pass may have left under its owner given back.
+func (h *Hold) passOn(ctx context.Context, all bool) (bool, error) {
+	p := h.cfg.Pass
+	if p == nil || !all || h.keep() > 0 {
+		return false, nil
+	}
+	w := p.Client.Hub().Claim(p.Channel)
+	if w == nil {
+		return false, nil
+	}
+	successor := w.Owner()
+	sent := time.Now()
+	r, err := p.To.ReleaseTo(ctx, h.cfg.Redis, h.cfg.Owner, successor, w.Lease())
+	if err == nil && r.Outcome == lua.HandedOff {
+		if !w.Grant(hub.Handoff{Token: r.Token, Sent: sent}) {
+			h.giveBack(successor)
+		}
+		return true, nil
+	}
+	if left := !w.Unclaim(); left && retry.Classify(err) == retry.Unknown {
+		// The pass may have run, and its waiter is gone.
+		h.giveBack(successor)
+	}
+	switch {
+	case err != nil && !retry.Transient(err):
+		return true, RedisErr("release", h.cfg.Name, err)
+	case err != nil:
+		return true, err
+	case r.Outcome == lua.NotHeld:
+		return true, lease.ErrNotHeld
+	}
+	return true, nil
+}
+
+// giveBack releases, in the background, every hold of owner, a waiter's
+// that left while the lock was being passed to it. Close waits for it.
+func (h *Hold) giveBack(owner string) {
+	c := h.cfg.Pass.Client
+	undo := func() {
+		ctx, cancel := context.WithTimeout(c.Closing(), ReleaseTimeout)
+		defer cancel()
+		_ = retry.Do(ctx, func() error {
+			_, err := h.cfg.Protocol.Release(ctx, h.cfg.Redis, owner, "", true, 0)
+			return err
+		})
+	}
+	if !c.Go(undo) {
+		undo()
+	}
 }
 
 // giveUp gives the owner's holds up in Redis, one or all, by the kind's

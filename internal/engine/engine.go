@@ -45,6 +45,11 @@ type Engine struct {
 	// watchOpts register its waiters with the hub (the protocol's weight,
 	// when its channel carries counts).
 	watchOpts []hub.WatchOption
+	// pass lets a release pass the lock to a waiter of the same Client
+	// (lua.Handoff), and such waiters Offer themselves with leaseMs; nil
+	// where the kind cannot, or the lock must not (see passes).
+	pass    *core.Pass
+	leaseMs string
 }
 
 // New returns the engine of the lock name on c, of the kind p, configured by
@@ -58,8 +63,23 @@ func New(c *core.Client, name string, cfg core.LockConfig, p lua.Protocol) *Engi
 	}
 	if c != nil {
 		e.watch = hubWatcher{c.Hub()}
+		if to, ok := p.(lua.Handoff); ok && passes(c, cfg) {
+			ch, _ := p.Wakeup("")
+			e.pass, e.leaseMs = &core.Pass{Client: c, Channel: ch, To: to}, lua.Ms(cfg.TTL())
+		}
 	}
 	return e
+}
+
+// passes reports whether a lock of cfg on c may be passed from a release to
+// a waiter of c in one script: not when a release must leave it kept
+// (WithHoldAtLeast) or replicas must acknowledge each acquisition, nor in a
+// Redis Cluster whose messages are classic PUBLISH, whose count of a
+// channel's subscribers is the node's own alone.
+func passes(c *core.Client, cfg core.LockConfig) bool {
+	rc := c.Redis()
+	return cfg.Err == nil && cfg.HoldAtLeast <= 0 && cfg.Replicas <= 0 && rc != nil &&
+		(rc.Mode() != rueidis.ClientModeCluster || c.Options().Sharded)
 }
 
 // Name is the lock name.
@@ -197,6 +217,12 @@ func (e *Engine) acquire(c *call) (*lease.Lease, error) {
 		// Taken before the attempt: a release after it is either heard by
 		// then or wakes the waiter registered below (see wait).
 		mark = e.watch.Mark(e.channel(owner))
+		if e.pass != nil && e.pass.Held() {
+			// A hold of this lock on this Client: the attempt would fail.
+			// Its release passes the lock to a waiter or publishes, and
+			// a release since the mark makes the waiter try on Ready.
+			return e.wait(c, owner, mark, lua.Grant{}, nil)
+		}
 	}
 	c.attempts++
 	ls, g, err := e.attempt(c.ctx, c.op, owner, c.wait)
@@ -309,6 +335,7 @@ func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lea
 		Presence: e.proto.Presence(owner),
 		Protocol: e.proto, Redis: e.client.Redis(),
 		HoldAtLeast: e.cfg.HoldAtLeast, Won: won,
+		Pass: e.pass,
 	})
 	if err := e.client.Keeper().Track(h, sent); err != nil {
 		e.releaseNow(owner)
@@ -327,6 +354,38 @@ func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lea
 			lease.ErrNotAcquired, ttl, cause)
 	}
 	return ls, g, nil
+}
+
+// adopt turns a lock passed to owner, a waiter of this lock, by a release of
+// the same Client (see lua.Handoff) into a Lease, as attempt turns a won
+// attempt into one. On failure the lock is given back.
+func (e *Engine) adopt(ctx context.Context, op, owner string, g hub.Handoff) (*lease.Lease, error) {
+	h := core.NewHold(core.HoldConfig{
+		Name:     e.name,
+		Kind:     e.proto.Is().Kind.Name,
+		Owner:    owner,
+		Scope:    e.scope,
+		TTL:      e.cfg.TTL(),
+		Observer: e.cfg.Observer,
+		Renewed:  e.cfg.Renewed(),
+		Presence: e.proto.Presence(owner),
+		Protocol: e.proto, Redis: e.client.Redis(),
+		Pass: e.pass,
+	})
+	if err := e.client.Keeper().Track(h, g.Sent); err != nil {
+		e.releaseNow(owner)
+		return nil, err
+	}
+	ls, err := h.NewLease(ctx, g.Token)
+	if err != nil {
+		e.releaseNow(owner)
+		if errors.Is(h.Err(), lease.ErrClosed) {
+			return nil, core.Errorf(op, e.name, "%w", lease.ErrClosed)
+		}
+		return nil, core.Errorf(op, e.name, "%w: the lease ran out before the lock was passed on: %w",
+			lease.ErrNotAcquired, h.Err())
+	}
+	return ls, nil
 }
 
 // release runs the protocol's release, leaving the lock kept for keep if it

@@ -123,6 +123,12 @@ func (w *fakeWaiter) Track(context.Context) error { return nil }
 func (w *fakeWaiter) Leave(passOn bool)           { w.left <- passOn }
 func (w *fakeWaiter) Missed(hub.Mark) bool        { return !w.quiet }
 
+// The fake protocol cannot be passed on: its waiters are never claimed.
+func (w *fakeWaiter) Offer(owner, lease string)   {}
+func (w *fakeWaiter) Begin() bool                 { return true }
+func (w *fakeWaiter) End()                        {}
+func (w *fakeWaiter) Granted() <-chan hub.Handoff { return nil }
+
 // answer is one scripted reply to an attempt.
 type answer struct {
 	g   lua.Grant

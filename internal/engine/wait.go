@@ -35,6 +35,9 @@ type waiting struct {
 	unkeep func()
 	held   bool // an attempt won: the owner's traces are the lease's now
 	passOn bool // the wait ended on a wake-up that may have been ours
+	// handoff is the lock a release of the same Client passed the owner,
+	// once received.
+	handoff *hub.Handoff
 }
 
 // wait runs attempts under owner until one holds the lock, c's ctx ends or
@@ -54,18 +57,34 @@ func (e *Engine) wait(c *call, owner string, mark hub.Mark, g lua.Grant, err err
 		// has been heard on it since: the release the holder has yet to
 		// make will wake us, no second attempt is needed on Ready.
 		s.ready = nil
-		// Track errors are not fatal: the TTL timer still runs.
-		_ = s.w.Track(c.ctx)
+		s.track()
 	}
 	s.t = e.clock.NewTimer(e.pause(g, err, s.b))
 	for {
 		if err := s.sleep(); err != nil {
 			return nil, err
 		}
+		if s.handoff != nil {
+			// Passed the lock by a release: held under the owner now.
+			s.held = true
+			return e.adopt(s.c.ctx, s.c.op, s.owner, *s.handoff)
+		}
 		if ls, done, err := s.try(); done {
 			return ls, err
 		}
 	}
+}
+
+// track has the hub hear of the lock key's next change, unless a hold of
+// this Client holds the lock: its release passes it on or publishes, and
+// its loss wakes a waiter (see core.Pass), so that a key handed from one
+// goroutine to the next costs no read. Track errors are not fatal: the TTL
+// timer still runs.
+func (s *waiting) track() {
+	if s.e.pass != nil && s.e.pass.Held() {
+		return
+	}
+	_ = s.w.Track(s.c.ctx)
 }
 
 // register registers a waiter for the owner's wake-ups, and has the
@@ -76,8 +95,17 @@ func (s *waiting) register() error {
 		return err
 	}
 	s.w, s.ready = w, w.Ready()
+	s.offer()
 	s.keep()
 	return nil
+}
+
+// offer lets a release of the same Client pass the lock to the owner, for a
+// lock that may be so passed (Engine.pass).
+func (s *waiting) offer() {
+	if s.e.pass != nil {
+		s.w.Offer(s.owner, s.e.leaseMs)
+	}
 }
 
 // keep has the keeper keep the owner's place while it waits, for a kind
@@ -123,6 +151,8 @@ func (s *waiting) sleep() error {
 	case <-s.t.C():
 	case <-s.poked:
 		// The keeper found the owner's place gone: try again for one.
+	case g := <-s.w.Granted():
+		s.handoff = &g
 	}
 	return nil
 }
@@ -130,8 +160,14 @@ func (s *waiting) sleep() error {
 // try makes one attempt and says whether the wait is over (with the lease,
 // or the error that ends it); if not, it sets the timer for the next.
 func (s *waiting) try() (ls *lease.Lease, done bool, err error) {
+	if !s.w.Begin() {
+		// A release of this Client is passing the lock to the owner:
+		// the lock, or a wake-up, is on its way.
+		return nil, false, nil
+	}
 	s.c.attempts++
 	ls, g, err := s.e.attempt(s.c.ctx, s.c.op, s.owner, true)
+	s.w.End()
 	switch {
 	case ls != nil:
 		s.held = true
@@ -153,8 +189,7 @@ func (s *waiting) try() (ls *lease.Lease, done bool, err error) {
 	default:
 		s.b.Reset()
 		s.last = nil
-		// Track errors are not fatal: the TTL timer still runs.
-		_ = s.w.Track(s.c.ctx)
+		s.track()
 	}
 	s.t.Reset(s.e.pause(g, err, s.b))
 	return nil, false, nil
@@ -170,6 +205,7 @@ func (s *waiting) newOwner() error {
 	s.stopKeeping()
 	s.owner = s.e.client.NewOwner()
 	if s.e.channel(s.owner) == s.e.channel(prev) {
+		s.offer()
 		s.keep()
 		return nil
 	}
@@ -194,5 +230,13 @@ func (s *waiting) stop() {
 	}
 	if s.w != nil {
 		s.w.Leave(!s.held && s.passOn)
+		if !s.held {
+			select {
+			case <-s.w.Granted():
+				// Passed the lock as the wait ended: give it back.
+				s.e.releaseNow(s.owner)
+			default:
+			}
+		}
 	}
 }

@@ -19,6 +19,11 @@ type waiter interface {
 	Track(ctx context.Context) error
 	Missed(m hub.Mark) bool
 	Leave(passOn bool)
+	// The handoff from a release of the same Client (see hub.Hub.Claim).
+	Offer(owner, lease string)
+	Begin() bool
+	End()
+	Granted() <-chan hub.Handoff
 }
 
 // hubWatcher is the watcher of a Client's hub.

@@ -32,10 +32,12 @@ type Hub struct {
 	tracker func(key string)
 
 	wakeups atomic.Uint64
+	offers  atomic.Int64 // waiters that Offered themselves: Claim takes no lock while there are none
 	mu      sync.Mutex
 	topics  map[string]*topic   // channel -> live topic
 	byKey   map[string][]*topic // lock key -> topics woken by its invalidation
 	tracked map[string]struct{} // lock keys the tracker read and Redis has not invalidated since
+	muted   map[string]struct{} // tracked keys whose next invalidation is a handoff's own write (see Mute)
 	closing map[string]*topic   // channel -> topic still unsubscribing
 	closed  bool
 	done    chan struct{}   // closed by Close
@@ -54,6 +56,7 @@ func NewHub(rc rueidis.Client, opts ...HubOption) *Hub {
 		topics:  make(map[string]*topic),
 		byKey:   make(map[string][]*topic),
 		tracked: make(map[string]struct{}),
+		muted:   make(map[string]struct{}),
 		closing: make(map[string]*topic),
 		done:    make(chan struct{}),
 		quit:    context.Background(),
@@ -117,6 +120,32 @@ type Waiter struct {
 	t      *topic
 	c      chan struct{}
 	weight int // permits it waits for, on a counted channel
+	// A waiter that Offers itself may be passed the lock by a release of
+	// the same Client (see Claim): its owner and lease, its state under
+	// Hub.mu, and where the Handoff comes.
+	owner, lease string
+	state        handState
+	granted      chan Handoff
+}
+
+// handState is where a waiter that Offered itself stands with a handoff.
+type handState int
+
+const (
+	idle    handState = iota // sleeping: a release may claim it
+	trying                   // its own attempt is in flight: not claimed
+	claimed                  // a release is passing it the lock
+	granted                  // passed: the Handoff is in Granted
+	gone                     // it left while claimed: the release undoes the pass
+)
+
+// Handoff is a lock passed to a waiter by a release of its Client.
+type Handoff struct {
+	// Token is the waiter's fencing token.
+	Token uint64
+	// Sent is when the release that passed it was sent: the waiter's
+	// lease runs from then.
+	Sent time.Time
 }
 
 // A WatchOption configures one Watch.
@@ -257,6 +286,13 @@ func (w *Waiter) Leave(passOn bool) {
 	h, t := w.h, w.t
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if w.owner != "" {
+		h.offers.Add(-1)
+		if w.state == claimed {
+			w.state = gone
+		}
+		w.owner = ""
+	}
 	for i, o := range t.waiters {
 		if o == w {
 			t.waiters = append(t.waiters[:i], t.waiters[i+1:]...)
@@ -293,6 +329,7 @@ func (h *Hub) drop(t *topic) {
 			// The map holds the keys waited on, no more: the next
 			// waiter reads it again.
 			delete(h.tracked, t.key)
+			delete(h.muted, t.key)
 		} else {
 			h.byKey[t.key] = ts
 		}
@@ -542,6 +579,7 @@ func (h *Hub) InvalidateKeys(keys []string) {
 	defer h.mu.Unlock()
 	if keys == nil {
 		clear(h.tracked)
+		clear(h.muted)
 		for _, t := range h.topics {
 			h.wakeOne(t)
 		}
@@ -549,11 +587,141 @@ func (h *Hub) InvalidateKeys(keys []string) {
 	}
 	for _, key := range keys {
 		delete(h.tracked, key)
+		if _, ok := h.muted[key]; ok {
+			delete(h.muted, key)
+			continue
+		}
 		for _, t := range h.byKey[key] {
 			h.wakeOne(t)
 		}
 	}
 }
+
+// Offer makes the waiter one that a release of the same Client may pass
+// the lock to (see Claim), as owner with a lease of lease (in the scripts'
+// milliseconds); called again after the waiter's owner changed. Only the
+// waiter's own goroutine calls it.
+func (w *Waiter) Offer(owner, lease string) {
+	h := w.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if w.owner == "" {
+		h.offers.Add(1)
+	}
+	if w.granted == nil {
+		w.granted = make(chan Handoff, 1)
+	}
+	w.owner, w.lease, w.state = owner, lease, idle
+}
+
+// Claim picks, for a release about to pass the lock on channel, the
+// longest-waiting waiter that Offered itself, is not trying the lock itself
+// and whose subscription is confirmed (so that the channel's count of
+// subscribers includes this Client), and reserves it: until Grant or
+// Unclaim it makes no attempt of its own (Begin says so). nil when there is
+// none; it then takes no lock when no waiter of the hub Offered itself.
+func (h *Hub) Claim(channel string) *Waiter {
+	if h.offers.Load() == 0 {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.topics[channel]
+	if t == nil {
+		return nil
+	}
+	select {
+	case <-t.ready:
+	default:
+		return nil
+	}
+	for _, w := range t.waiters {
+		if w.owner != "" && w.state == idle {
+			w.state = claimed
+			return w
+		}
+	}
+	return nil
+}
+
+// Owner and Lease are what the waiter Offered, for the release that
+// claimed it.
+func (w *Waiter) Owner() string { return w.owner }
+func (w *Waiter) Lease() string { return w.lease }
+
+// Grant hands the claimed waiter the lock its release passed it, and
+// reports whether it was still waiting; false: it left meanwhile, and the
+// lock held under its owner must be given back by the caller. The tracked
+// key's next invalidation, the pass's own write, wakes no one.
+func (w *Waiter) Grant(g Handoff) bool {
+	h := w.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if w.state != claimed {
+		return false
+	}
+	w.state = granted
+	w.granted <- g // buffered, and granted once per claim
+	if key := w.t.key; key != "" {
+		if _, ok := h.tracked[key]; ok {
+			h.muted[key] = struct{}{}
+		}
+	}
+	return true
+}
+
+// Unclaim ends a claim that passed nothing, waking the waiter to try the
+// lock itself, and reports whether it was still waiting; false: it left,
+// and the caller gives back what the pass's unknown outcome may have left
+// held under its owner.
+func (w *Waiter) Unclaim() bool {
+	h := w.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if w.state != claimed {
+		return false
+	}
+	w.state = idle
+	select {
+	case w.c <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// Begin reports whether the waiter may try the lock now, and marks it
+// trying until End: false while a release has claimed it (the lock, or
+// Unclaim's wake-up, is on its way). A waiter that did not Offer itself may
+// always try.
+func (w *Waiter) Begin() bool {
+	if w.granted == nil {
+		return true
+	}
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	switch w.state {
+	case claimed, granted:
+		return false
+	}
+	w.state = trying
+	return true
+}
+
+// End ends the waiter's attempt begun with Begin.
+func (w *Waiter) End() {
+	if w.granted == nil {
+		return
+	}
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	if w.state == trying {
+		w.state = idle
+	}
+}
+
+// Granted receives the Handoff of a lock passed to the waiter (see Grant).
+// nil for a waiter that did not Offer itself: it never receives.
+func (w *Waiter) Granted() <-chan Handoff { return w.granted }
 
 // wakeOne wakes the longest-waiting waiter that has no wake-up pending; if
 // all have one, nothing more is needed. Called with h.mu held.

@@ -2,6 +2,8 @@ package lua
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"regexp"
 	"slices"
 	"strconv"
@@ -109,6 +111,31 @@ func TestScriptCallsMatchHeaders(t *testing.T) {
 	keep := func(f *Fair, owners ...string) func() error {
 		return func() error { return c.Do(ctx, f.Keep.Call(owners).Cmd(c, false)).Error() }
 	}
+	// handoff passes the lock from o to a successor of the same client.
+	handoff := func(l *Lock, o string) func() error {
+		return func() error { _, err := l.ReleaseTo(ctx, c, o, "client:9", "60000"); return err }
+	}
+	// listen subscribes another connection to the lock's channel, as a
+	// waiter's client is, until the test ends: the releasing client's
+	// waiter, then another client's.
+	var listening []net.Conn // closed before each path
+	defer func() {
+		for _, conn := range listening {
+			conn.Close()
+		}
+	}()
+	listen := func() error {
+		conn, err := net.Dial("tcp", srv.Addr())
+		if err != nil {
+			return err
+		}
+		listening = append(listening, conn)
+		if _, err := fmt.Fprintf(conn, "SUBSCRIBE %s\r\n", k.Channel); err != nil {
+			return err
+		}
+		_, err = conn.Read(make([]byte, 256)) // the confirmation
+		return err
+	}
 	do := func(args ...string) func() error {
 		return func() error { return c.Do(ctx, c.B().Arbitrary(args...).Build()).Error() }
 	}
@@ -139,6 +166,13 @@ func TestScriptCallsMatchHeaders(t *testing.T) {
 			"last hold kept": {with(try(lock, owner, true)), kept(lock, owner, "r", false)},
 			"latched": {with(try(lock, owner, true), try(lock, owner, true), release(lock, owner, "r", false)),
 				release(lock, owner, "r", false)},
+		},
+		"lock_handoff": {
+			"not held":           {nil, handoff(lock, owner)},
+			"passed":             {with(try(lock, owner, true)), handoff(lock, owner)},
+			"passed new counter": {[]func() error{try(lock, owner, true), do("DEL", k.Token)}, handoff(lock, owner)},
+			"another listens":    {with(try(lock, owner, true), listen, listen), handoff(lock, owner)},
+			"another holds":      {with(try(lock, owner, true), do("HSET", name, other, "1")), handoff(lock, owner)},
 		},
 		"fair_acquire": {
 			"free lock":               {live, try(fair, owner, true)},
@@ -235,6 +269,10 @@ func TestScriptCallsMatchHeaders(t *testing.T) {
 				if err := c.Do(ctx, c.B().Flushall().Build()).Error(); err != nil {
 					t.Fatal(err)
 				}
+				for _, conn := range listening {
+					conn.Close()
+				}
+				listening = nil
 				for _, step := range p.setup {
 					if err := step(); err != nil {
 						t.Fatalf("setup: %v", err)

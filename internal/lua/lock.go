@@ -2,6 +2,7 @@ package lua
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -17,6 +18,7 @@ var (
 	lockRelease      = load("lock_release")
 	lockRenew        = load("lock_renew")
 	lockForceRelease = load("lock_force_release")
+	lockHandoff      = load("lock_handoff")
 )
 
 // Lock is the reentrant lock (rlock) on one name, its keys and arguments
@@ -27,6 +29,7 @@ type Lock struct {
 	latchPrefix  string
 	acquireKeys  []string // NAME, token
 	renewKeys    []string // NAME
+	handoffKeys  []string // NAME, channel, token
 	lease, latch string   // ms
 }
 
@@ -41,6 +44,7 @@ func NewLock(name string, cfg Config) *Lock {
 		latchPrefix: k.UnlockLatch(""),
 		acquireKeys: []string{name, k.Token},
 		renewKeys:   []string{name},
+		handoffKeys: []string{name, k.Channel, k.Token},
 		lease:       Ms(cfg.Lease),
 		latch:       cfg.latchMs(),
 	}
@@ -57,6 +61,32 @@ func (l *Lock) Release(ctx context.Context, c rueidis.Client, owner, requestID s
 	return lockRelease.exec(ctx, c,
 		[]string{l.k.Name, l.k.Channel, l.latchPrefix + requestID},
 		[]string{script.UnlockMessage, l.lease, owner, l.latch, flag(all), keepMs(keep)}).AsInt64()
+}
+
+// ReleaseTo runs lock_handoff: give up every hold of owner and pass the
+// lock, if that frees it and nobody else listens on its channel, to
+// successor, with a lease of lease (ms).
+func (l *Lock) ReleaseTo(ctx context.Context, c rueidis.Client, owner, successor, lease string) (Passed, error) {
+	res := lockHandoff.exec(ctx, c, l.handoffKeys, []string{script.UnlockMessage, lease, owner, successor})
+	if n, err := res.AsInt64(); err == nil {
+		if n < NotHeld || n > Freed {
+			return Passed{}, fmt.Errorf("lua: unexpected handoff reply %d", n)
+		}
+		return Passed{Outcome: n}, nil
+	}
+	s, err := res.ToString()
+	if err != nil {
+		return Passed{}, err
+	}
+	var buf [2]int64
+	v, err := appendInts(buf[:0], s)
+	switch {
+	case err != nil:
+		return Passed{}, err
+	case len(v) == 2 && v[0] == HandedOff:
+		return Passed{Outcome: HandedOff, Token: uint64(v[1])}, nil
+	}
+	return Passed{}, fmt.Errorf("lua: unexpected handoff reply %q", s)
 }
 
 // Renewal is lock_renew.

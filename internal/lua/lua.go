@@ -21,6 +21,10 @@ import (
 const (
 	publishCall  = "redis.pcall('publish', "
 	spublishCall = "redis.pcall('spublish', "
+	// A script that counts a channel's subscribers (lock_handoff) counts
+	// the sharded ones in its sharded form.
+	numsubCall      = "redis.call('pubsub', 'numsub', "
+	shardnumsubCall = "redis.call('pubsub', 'shardnumsub', "
 )
 
 // luaScript is one script of package script in the two forms leasehold runs:
@@ -61,6 +65,7 @@ func load(name string) *luaScript {
 	if strings.Contains(s.Source, publishCall) {
 		// The sharded form is this package's own: its SHA is computed here.
 		src := strings.ReplaceAll(s.Source, publishCall, spublishCall)
+		src = strings.ReplaceAll(src, numsubCall, shardnumsubCall)
 		sum := sha1.Sum([]byte(src))
 		ls.sharded = newForm(name, src, hex.EncodeToString(sum[:]))
 	}

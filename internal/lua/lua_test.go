@@ -39,8 +39,9 @@ func TestEveryScriptLoaded(t *testing.T) {
 	}
 }
 
-// A script's sharded form publishes with SPUBLISH wherever it published, and
-// is otherwise the same; one that publishes nothing is its own sharded form.
+// A script's sharded form publishes with SPUBLISH wherever it published,
+// counts sharded subscribers wherever it counted subscribers, and is
+// otherwise the same; one that publishes nothing is its own sharded form.
 func TestShardedForm(t *testing.T) {
 	for name, s := range loaded {
 		plain, sh := s.plain.src, s.sharded.src
@@ -51,8 +52,10 @@ func TestShardedForm(t *testing.T) {
 		case pubs > 0 && (strings.Contains(sh, publishCall) || strings.Count(sh, spublishCall) != pubs):
 			t.Errorf("%s: %d PUBLISH calls, its sharded form has %d SPUBLISH and %d PUBLISH", name, pubs,
 				strings.Count(sh, spublishCall), strings.Count(sh, publishCall))
-		case pubs > 0 && strings.ReplaceAll(sh, spublishCall, publishCall) != plain:
-			t.Errorf("%s: the sharded form differs in more than its publish calls", name)
+		case pubs > 0 && strings.ReplaceAll(strings.ReplaceAll(sh, spublishCall, publishCall), shardnumsubCall, numsubCall) != plain:
+			t.Errorf("%s: the sharded form differs in more than its publish and subscriber-count calls", name)
+		case strings.Count(sh, numsubCall) != 0 || strings.Count(sh, shardnumsubCall) != strings.Count(plain, numsubCall):
+			t.Errorf("%s: its sharded form counts subscribers other than sharded ones", name)
 		}
 	}
 	if lockRelease.sharded == lockRelease.plain || lockAcquire.sharded != lockAcquire.plain {

@@ -65,6 +65,24 @@ type Traits struct {
 // Is returns t: a protocol embeds its Traits.
 func (t *Traits) Is() *Traits { return t }
 
+// A Handoff is a lock whose release can pass it to a waiter of the same
+// Client in the same script: one round trip rather than a release, its
+// message and the waiter's acquire. ReleaseTo gives up every hold of owner
+// and, if that frees the lock and nobody but the releasing Client listens
+// on its channel, makes successor its holder with a lease of lease (the
+// scripts' milliseconds); otherwise it releases as Release does.
+type Handoff interface {
+	ReleaseTo(ctx context.Context, c rueidis.Client, owner, successor, lease string) (Passed, error)
+}
+
+// Passed is the outcome of a ReleaseTo.
+type Passed struct {
+	// Outcome is HandedOff, or Release's Freed, StillHeld or NotHeld.
+	Outcome int64
+	// Token is the successor's fencing token, when HandedOff.
+	Token uint64
+}
+
 // A ForceReleaser deletes a lock whoever holds it and wakes its waiters
 // the way its kind does (for operators), and reports whether there was a
 // lock to delete.
@@ -151,6 +169,7 @@ const (
 	NotHeld   int64 = -1 // the owner did not hold the lock
 	StillHeld int64 = 0  // a hold was given up; the owner still holds the lock
 	Freed     int64 = 1  // the lock is free
+	HandedOff int64 = 2  // the lock passed to the successor (Handoff)
 )
 
 // keptField is the one field of a lock hash that a release made sooner

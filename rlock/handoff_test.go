@@ -1,0 +1,146 @@
+package rlock_test
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/harness/locktest"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
+	"github.com/leasehold/leasehold/rlock"
+)
+
+// calls reads from INFO commandstats how often srv ran each command, by
+// its lower-case name: a script's own calls count too.
+func calls(t *testing.T, srv *redistest.Server) map[string]int64 {
+	t.Helper()
+	info, err := srv.Do("INFO", "commandstats").ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int64{}
+	for _, m := range regexp.MustCompile(`cmdstat_([a-z|]+):calls=(\d+)`).FindAllStringSubmatch(info, -1) {
+		n[m[1]], _ = strconv.ParseInt(m[2], 10, 64)
+	}
+	return n
+}
+
+// A release with a waiter of the same Client, and nobody else listening,
+// passes the lock to it in one script (lock_handoff): no unlock message, no
+// acquire by the waiter. Its token is above the releaser's.
+func TestHandoffInOneScript(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv)
+	ctx := ctxTimeout(t, 20*time.Second)
+	l := rlock.New(c, "passed")
+	first := mustAcquire(t, l, ctx)
+	f := l.AcquireAsync(ctx)
+	eventually(t, 5*time.Second, "waiter subscribed", func() bool {
+		s := c.Stats()
+		return s.Waiters == 1 && s.Subscriptions == 1
+	})
+	time.Sleep(100 * time.Millisecond) // past the waiter's try on Ready
+	before := calls(t, srv)
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := locktest.Result(t, f, 5*time.Second)
+	after := calls(t, srv)
+	if n := after["evalsha"] - before["evalsha"]; n != 1 {
+		t.Errorf("%d scripts from the release to the waiter's lease, want 1", n)
+	}
+	if n := after["publish"] - before["publish"]; n != 0 {
+		t.Errorf("%d unlock messages, want none", n)
+	}
+	if second.Token() <= first.Token() {
+		t.Errorf("token %d after %d: want it higher", second.Token(), first.Token())
+	}
+	if owner, err := srv.Do("HKEYS", "passed").AsStrSlice(); err != nil || len(owner) != 1 || owner[0] != second.Owner() {
+		t.Errorf("the lock's fields %v (%v), want the waiter's owner %s alone", owner, err, second.Owner())
+	}
+	release(t, second)
+}
+
+// A waiter elsewhere (another Client, as another process or a Redisson
+// client would be) is never passed over by a handoff: from the moment its
+// subscription stands, releases publish, and it gets the lock while eight
+// goroutines of one Client take and give it back without a pause. The bound
+// is generous for a busy machine; a release that passed the lock inside the
+// churning Client would leave the remote waiter to its TTL timer (30s).
+func TestHandoffNeverPassesOverARemoteWaiter(t *testing.T) {
+	srv := redistest.Start(t)
+	local, remote := open(t, srv), open(t, srv)
+	ctx := ctxTimeout(t, 30*time.Second)
+	l := rlock.New(local, "churn")
+	stop := make(chan struct{})
+	var handoffs atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ls, err := l.Acquire(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				handoffs.Add(1)
+				time.Sleep(200 * time.Microsecond) // the work
+				if err := ls.Release(context.Background()); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+	eventually(t, 5*time.Second, "the local goroutines churning", func() bool { return handoffs.Load() > 100 })
+	start := time.Now()
+	ls, err := rlock.New(remote, "churn").Acquire(ctxTimeout(t, 10*time.Second))
+	if err != nil {
+		t.Fatalf("remote waiter: %v after %v (%d local acquisitions meanwhile)", err, time.Since(start), handoffs.Load())
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("remote waiter took %v", d)
+	}
+	release(t, ls)
+}
+
+// A waiter that gives up while a release is passing it the lock leaves
+// nothing held: the lock, passed to its owner, is given back.
+func TestHandoffToAWaiterThatLeft(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv)
+	ctx := ctxTimeout(t, 20*time.Second)
+	l := rlock.New(c, "left")
+	for i := range 50 {
+		first := mustAcquire(t, l, ctx)
+		wctx, cancel := context.WithCancel(ctx)
+		f := l.AcquireAsync(wctx)
+		eventually(t, 5*time.Second, "waiter waiting", func() bool { return c.Stats().Waiters == 1 })
+		// Cancel the wait as the release passes the lock: one or the
+		// other comes first, at random.
+		go cancel()
+		if err := first.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if second, err := f.Result(); err == nil {
+			release(t, second)
+		} else if !errors.Is(err, context.Canceled) {
+			t.Fatalf("round %d: waiter: %v", i, err)
+		}
+		eventually(t, 5*time.Second, "the lock free", func() bool {
+			n, err := srv.Do("EXISTS", "left").AsInt64()
+			return err == nil && n == 0
+		})
+	}
+}
