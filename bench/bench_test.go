@@ -577,6 +577,38 @@ func contended(b *testing.B, lib library) {
 	percentiles(b, lat)
 }
 
+// 3b. Contended by several Clients: 3 Clients (3 processes, as far as Redis
+// can tell) of each library, 5 goroutines on each, fight for one lock, as
+// in Contended. Every Client has waiters, so no handoff stays inside one.
+func BenchmarkContendedClients(b *testing.B) {
+	const clients, each = 3, 5
+	srv := redistest.Start(b)
+	for _, m := range scenarioLibs(true) {
+		b.Run(m.name, func(b *testing.B) {
+			srv.Do("FLUSHALL")
+			libs := make([]library, clients)
+			for i := range libs {
+				libs[i] = m.make(b, srv.Addr(), 30*time.Second)
+				defer libs[i].close()
+			}
+			rounds := func() (n int64) {
+				for _, l := range libs {
+					n += l.rounds()
+				}
+				return n
+			}
+			before := rounds()
+			b.ResetTimer()
+			elapsed := locktest.HandoffsBy(b, clients*each, b.N, *holdFor, func(ctx context.Context, w int) (func(), error) {
+				return libs[w%clients].lock(ctx, "contended")
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "handoffs/s")
+			b.ReportMetric(float64(rounds()-before)/float64(b.N), "roundtrips/handoff")
+		})
+	}
+}
+
 // percentiles reports the p50 and p99 of lat, in µs; nothing when it is empty.
 // It sorts lat.
 func percentiles(b *testing.B, lat []time.Duration) {

@@ -63,8 +63,11 @@ type guard struct {
 	all     bool                // every key: the cache was flushed
 	arming  []*Hold             // holds taken, not yet read
 	armAt   time.Time           // when the first of arming is due
-	// watching are waiters' lock keys to read next round (see watch).
+	// watching are waiters' lock keys to read once watchAt has passed,
+	// watchDue those to read next round (see watch).
 	watching map[string]struct{}
+	watchAt  time.Time
+	watchDue map[string]struct{}
 }
 
 // newGuard starts the guard of holds on rc, or returns nil when the server
@@ -76,7 +79,8 @@ func newGuard(rc rueidis.Client, warn func(error), hint func([]string)) *guard {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	g := &guard{warn: warn, hint: hint, wake: make(chan struct{}, 1), done: make(chan struct{}), stop: stop, ctx: ctx,
-		keys: make(map[string][]*Hold), pending: make(map[string]struct{}), watching: make(map[string]struct{})}
+		keys: make(map[string][]*Hold), pending: make(map[string]struct{}), watching: make(map[string]struct{}),
+		watchDue: make(map[string]struct{})}
 	g.t = newTracking(rc, g.onInvalidations)
 	pctx, cancel := context.WithTimeout(ctx, confirmTimeout)
 	err := g.t.probe(pctx)
@@ -107,6 +111,7 @@ func (g *guard) refuse(err error) {
 	clear(g.keys)
 	clear(g.pending)
 	clear(g.watching)
+	clear(g.watchDue)
 	g.arming = nil
 	g.mu.Unlock()
 }
@@ -135,32 +140,41 @@ func (g *guard) onInvalidations(keys []rueidis.RedisMessage) {
 	}
 }
 
-// watch has the next round read key, a waiter's lock key, on the tracking
-// connection, so that its next change (a release, an expiry, a deletion)
-// comes back as an invalidation to hint; a key found gone already is handed
-// to hint at once. It does not block: the read is the guard's.
+// watch has key, a waiter's lock key, read on the tracking connection
+// within armDelay, so that its next change (a release, an expiry, a
+// deletion) comes back as an invalidation to hint; a key found gone by then
+// is handed to hint at once, so nothing is missed in between. The delay
+// lets a key that changes hands many times a second be read once per
+// armDelay, not after each change. It does not block: the read is the
+// guard's.
 func (g *guard) watch(key string) {
 	if !g.tracked() {
 		return
 	}
 	g.mu.Lock()
+	first := len(g.watching) == 0
+	if first {
+		g.watchAt = time.Now().Add(armDelay)
+	}
 	g.watching[key] = struct{}{}
 	g.mu.Unlock()
-	g.notify()
+	if first {
+		g.notify() // the arming timer is set for the first of a batch
+	}
 }
 
 // watched takes the waiters' keys to read this round.
 func (g *guard) watched() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if len(g.watching) == 0 {
+	if len(g.watchDue) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(g.watching))
-	for key := range g.watching {
+	keys := make([]string, 0, len(g.watchDue))
+	for key := range g.watchDue {
 		keys = append(keys, key)
 	}
-	clear(g.watching)
+	clear(g.watchDue)
 	return keys
 }
 
@@ -261,7 +275,7 @@ func (g *guard) rehint(h *Hold) {
 func (g *guard) later(key string, waiting bool) {
 	g.mu.Lock()
 	if waiting {
-		g.watching[key] = struct{}{}
+		g.watchDue[key] = struct{}{}
 	} else {
 		g.pending[key] = struct{}{}
 	}
@@ -336,18 +350,36 @@ func (g *guard) run() {
 func (g *guard) nextArm() (time.Duration, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if len(g.arming) == 0 {
+	var at time.Time
+	switch {
+	case len(g.arming) > 0 && len(g.watching) > 0:
+		at = g.armAt
+		if g.watchAt.Before(at) {
+			at = g.watchAt
+		}
+	case len(g.arming) > 0:
+		at = g.armAt
+	case len(g.watching) > 0:
+		at = g.watchAt
+	default:
 		return 0, false
 	}
-	return max(time.Until(g.armAt), 0), true
+	return max(time.Until(at), 0), true
 }
 
 // armDue marks the keys of the holds taken since the last arming, and still
-// guarded, for the next round, once the first of them is armDelay old.
+// guarded, for the next round, once the first of them is armDelay old; and
+// the waiters' keys, once the first of them is.
 func (g *guard) armDue() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := time.Now()
+	if len(g.watching) > 0 && !now.Before(g.watchAt) {
+		for key := range g.watching {
+			g.watchDue[key] = struct{}{}
+		}
+		clear(g.watching)
+	}
 	if now.Before(g.armAt) {
 		return
 	}

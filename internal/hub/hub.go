@@ -112,6 +112,7 @@ type topic struct {
 	prev    *topic        // an older topic on the channel still unsubscribing
 	counted bool          // messages are counts (see Counted)
 	events  uint64        // wake-ups of any kind so far, under Hub.mu (see Mark)
+	hinted  *time.Timer   // an invalidation's wake-up, deferred (see InvalidateKeys)
 }
 
 // Waiter is one goroutine's interest in a channel.
@@ -335,6 +336,10 @@ func (h *Hub) drop(t *topic) {
 		}
 	}
 	h.closing[t.channel] = t
+	if t.hinted != nil {
+		t.hinted.Stop()
+		t.hinted = nil
+	}
 	t.cancel()
 }
 
@@ -592,9 +597,40 @@ func (h *Hub) InvalidateKeys(keys []string) {
 			continue
 		}
 		for _, t := range h.byKey[key] {
-			h.wakeOne(t)
+			h.hint(t)
 		}
 	}
+}
+
+// hintGrace is how long an invalidation's wake-up waits for the unlock
+// message of the same change: a release both writes the key and publishes,
+// and the two arrive in either order on two connections; one wake-up for
+// them, not two, saves an attempt bound to fail per Client and release.
+const hintGrace = 10 * time.Millisecond
+
+// hint wakes one of t's waiters for an invalidation of its key: at once
+// when t is not subscribed (no message can come), else hintGrace later
+// unless a wake-up came meanwhile (the change's message). Called with h.mu
+// held.
+func (h *Hub) hint(t *topic) {
+	select {
+	case <-t.ready:
+	default:
+		h.wakeOne(t)
+		return
+	}
+	if t.hinted != nil {
+		return // one deferred wake-up is pending already
+	}
+	events := t.events
+	t.hinted = time.AfterFunc(hintGrace, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		t.hinted = nil
+		if t.events == events && h.topics[t.channel] == t {
+			h.wakeOne(t)
+		}
+	})
 }
 
 // Offer makes the waiter one that a release of the same Client may pass

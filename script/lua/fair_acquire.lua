@@ -39,6 +39,7 @@ local refresh = tonumber(ARGV[4])
 --!include fair_prune
 --!include fair_tell_head
 --!include token
+--!include token_check
 --!include hold
 
 -- Everything that can fail (a key of another type, a corrupt counter, a hold

@@ -236,6 +236,12 @@ func Subscribe(tb testing.TB, srv *redistest.Server, channel string) <-chan stri
 // once would measure no wake-up). acquire returns the release. The hold is
 // spent by Work, so that it lasts hold and no more.
 func Handoffs(tb testing.TB, workers, n int, hold time.Duration, acquire func(context.Context) (func(), error)) time.Duration {
+	return HandoffsBy(tb, workers, n, hold, func(ctx context.Context, _ int) (func(), error) { return acquire(ctx) })
+}
+
+// HandoffsBy is Handoffs with acquire told which worker (0 to workers-1)
+// calls it: workers of several Clients each acquire on their own.
+func HandoffsBy(tb testing.TB, workers, n int, hold time.Duration, acquire func(ctx context.Context, worker int) (func(), error)) time.Duration {
 	var (
 		mu    sync.Mutex
 		moved = sync.NewCond(&mu)
@@ -251,10 +257,10 @@ func Handoffs(tb testing.TB, workers, n int, hold time.Duration, acquire func(co
 		mu.Unlock()
 	}
 	start := time.Now()
-	for range workers {
+	for w := range workers {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				release, err := acquire(ctx)
+				release, err := acquire(ctx, w)
 				if err != nil {
 					if ctx.Err() == nil {
 						tb.Error(err)

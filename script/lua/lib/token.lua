@@ -26,10 +26,9 @@
 -- fail and before any other write. t is the reply of TIME if the script read
 -- it already, else nil.
 --
--- token_check(key) reads the counter and returns an error message when a
--- draw would fail on it, else nil (a key of another type raises WRONGTYPE):
--- for a script that must write before it knows whether it draws (a fair
--- lock prunes its queue first), so that token_draw cannot fail after.
+-- token_check (lib/token_check.lua, included after this) checks a counter
+-- before a draw, for a script that must write before it knows whether it
+-- draws.
 --
 -- Every script that includes this runs its function definitions each time:
 -- each is a closure Lua makes, and collects, per run. So the hot path is
@@ -84,15 +83,6 @@ local function token_odd(key, cur, lease, t)
   end
   redis.call('set', key, set, 'px', ttl)
   return set
-end
-
-local function token_check(key)
-  local cur = redis.call('get', key)
-  if not cur then
-    return nil
-  end
-  local _, err = token_odd(key, cur)
-  return err
 end
 
 local function token_draw(key, lease, t)
