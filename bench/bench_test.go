@@ -272,9 +272,14 @@ type rueidislockLib struct {
 }
 
 func newRueidislock(tb testing.TB, addr string, ttl time.Duration) library {
+	return rueidislockOn(tb, rueidis.ClientOption{InitAddress: []string{addr}}, ttl)
+}
+
+// rueidislockOn makes a rueidislock runner on a client dialled with opt.
+func rueidislockOn(tb testing.TB, opt rueidis.ClientOption, ttl time.Duration) library {
 	r := &rueidislockLib{}
 	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
-		ClientOption:   rueidis.ClientOption{InitAddress: []string{addr}},
+		ClientOption:   opt,
 		KeyMajority:    1,
 		NoLoopTracking: true,
 		KeyValidity:    ttl,
@@ -575,6 +580,91 @@ func contended(b *testing.B, lib library) {
 	// What waiting costs Redis: polls show up here.
 	b.ReportMetric(float64(lib.rounds()-rounds)/float64(b.N), "roundtrips/handoff")
 	percentiles(b, lat)
+}
+
+// 2b. Distinct keys in Redis Cluster: ParallelDistinct's 32 goroutines, each
+// on a lock of its own, against a cluster of 3 masters, for leasehold and
+// rueidislock. Reports ops/s, the masters' CPU per op, all of it, and each
+// master's share of it (share-1 .. share-3, busiest first): a lock's keys
+// live in its name's slot, so the work spreads over the masters as locks
+// spread over slots.
+func BenchmarkClusterDistinct(b *testing.B) {
+	cl := redistest.StartCluster(b, 3)
+	masters := cl.Primaries()
+	for _, m := range []libMaker{{name: "leasehold", make: newLeaseholdCluster(cl)}, {name: "rueidislock", make: newRueidislockCluster(cl)}} {
+		b.Run(m.name, func(b *testing.B) {
+			for _, p := range masters {
+				p.Do("FLUSHALL")
+			}
+			lib := m.make(b, "", 30*time.Second)
+			defer lib.close()
+			cpu := func() []time.Duration {
+				v := make([]time.Duration, len(masters))
+				for i, p := range masters {
+					info, err := p.Do("INFO", "cpu").ToString()
+					if err != nil {
+						b.Fatal(err)
+					}
+					for line := range strings.Lines(info) {
+						key, value, _ := strings.Cut(strings.TrimSpace(line), ":")
+						if key == "used_cpu_user" || key == "used_cpu_sys" {
+							f, _ := strconv.ParseFloat(value, 64)
+							v[i] += time.Duration(f * float64(time.Second))
+						}
+					}
+				}
+				return v
+			}
+			var next atomic.Int64
+			before := cpu()
+			b.SetParallelism(16)
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				name := fmt.Sprintf("distinct-%d", next.Add(1))
+				ctx := context.Background()
+				for pb.Next() {
+					unlock, err := lib.lock(ctx, name)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					unlock()
+				}
+			})
+			elapsed := time.Since(start)
+			b.StopTimer()
+			after := cpu()
+			var total time.Duration
+			used := make([]time.Duration, len(masters))
+			for i := range masters {
+				used[i] = after[i] - before[i]
+				total += used[i]
+			}
+			slices.Sort(used)
+			slices.Reverse(used)
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
+			b.ReportMetric(float64(total.Microseconds())/float64(b.N), "redis-cpu-µs/op")
+			for i, u := range used {
+				b.ReportMetric(float64(u)/float64(max(total, 1)), fmt.Sprintf("share-%d", i+1))
+			}
+		})
+	}
+}
+
+// newLeaseholdCluster makes leasehold runners on cl: Open with cl's options.
+func newLeaseholdCluster(cl *redistest.Cluster) func(tb testing.TB, _ string, ttl time.Duration) library {
+	return func(tb testing.TB, _ string, ttl time.Duration) library {
+		return openLeasehold(tb, cl.Option(), ttl, rlockKind{})
+	}
+}
+
+// newRueidislockCluster makes rueidislock runners on cl, as newRueidislock
+// does on one server.
+func newRueidislockCluster(cl *redistest.Cluster) func(tb testing.TB, _ string, ttl time.Duration) library {
+	return func(tb testing.TB, _ string, ttl time.Duration) library {
+		return rueidislockOn(tb, cl.Option(), ttl)
+	}
 }
 
 // 3b. Contended by several Clients: 3 Clients (3 processes, as far as Redis
@@ -1322,7 +1412,10 @@ func BenchmarkScaleRenewal(b *testing.B) {
 			b.ReportMetric(float64(lib.rounds()-rounds)/per, "roundtrips/tick")
 			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1e3/per, "cpu-ms/tick")
 			b.ReportMetric(float64((after.cpu-before.cpu).Microseconds())/1e3/per, "redis-cpu-ms/tick")
+			b.ReportMetric(float64((after.cpu-before.cpu).Microseconds())/1e3/(per*(ttl/3).Seconds()), "redis-cpu-ms/s")
 			b.ReportMetric(float64(scripts)/per, "scripts/tick")
+			heap, stack := memInUse()
+			b.ReportMetric(float64(heap+stack)/(1<<20), "client-MiB")
 		})
 		if lib != nil {
 			lib.close() // releases the leases
