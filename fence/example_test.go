@@ -1,13 +1,37 @@
 package fence_test
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 
 	"github.com/leasehold/leasehold/fence"
+	"github.com/leasehold/leasehold/lease"
 )
+
+// The check and the writes it guards are one transaction: they commit
+// together, or a stale holder's roll back.
+func ExampleTable_Check() {
+	ledger := fence.Table{Dialect: fence.Postgres}
+	transfer := func(ctx context.Context, db *sql.DB, l *lease.Lease, amount int64) error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if err := ledger.Check(ctx, tx, "ledger", l.Token()); err != nil {
+			return err // errors.Is(err, fence.ErrStale): a newer holder has written
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE accounts SET balance = balance - $1 WHERE name = 'alice'", amount); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	_ = transfer
+}
 
 // A service that owns a resource refuses the request of a holder whose lease
 // a newer holder has replaced.

@@ -100,6 +100,8 @@ func (t Table) Create(ctx context.Context, db *sql.DB) error {
 // waits for the other's lock and is refused once it commits, or goes
 // first; the lower never commits after the higher.
 //
+// At REPEATABLE READ or SERIALIZABLE, a concurrent check may instead fail
+// tx with the database's serialization error, to retry as any such failure.
 // Token 0 (a lease with no fencing token) and tokens above 2^63-1 are
 // refused with an error wrapping lease.ErrInvalid, as are an empty resource
 // and a nil tx.

@@ -213,6 +213,9 @@ func (s *Server) start(cred *syscall.Credential, ready, bin string, args ...stri
 	}
 }
 
+// Dir is the server's temporary directory: its data, socket and log.
+func (s *Server) Dir() string { return s.dir }
+
 // Log is what the server has written to its log so far.
 func (s *Server) Log() string {
 	out, _ := os.ReadFile(s.log)
