@@ -3,7 +3,7 @@
 // the resource applies it only if no higher token has been applied before.
 //
 //	err := fence.Table{Dialect: fence.Postgres}.Check(ctx, tx, "ledger", l.Token())
-//	if errors.Is(err, fence.ErrStale) { return tx.Rollback() } // a newer holder wrote
+//	if err != nil { return err } // errors.Is(err, fence.ErrStale): a newer holder wrote; roll back
 //
 // Three forms: Table for SQL databases (inside the caller's transaction),
 // Redis for Redis keys, and Gate for an HTTP service that owns its resource.

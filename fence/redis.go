@@ -18,11 +18,10 @@ var writeSource string
 var writeScript = rueidis.NewLuaScript(writeSource)
 
 // Redis fences writes to the keys of one Redis (which need not be the lock's).
-// The last token applied to key KEY is the string leasehold_fence:{KEY}, in
-// KEY's Redis Cluster slot (leasehold_fence:KEY when KEY has a hash tag, as
-// for a lock's keys); it expires with KEY, or never while KEY has no expiry
-// or is gone, so a late write meets it.
-// A Redis is safe for concurrent use.
+// The last token applied to KEY is a string in KEY's Redis Cluster slot,
+// leasehold_fence:{KEY} (docs/fencing.md has the layout), that expires no
+// sooner than KEY: never while KEY has no expiry, or after a fenced write
+// deleted it. A Redis is safe for concurrent use.
 type Redis struct {
 	rc rueidis.Client
 }
