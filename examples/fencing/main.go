@@ -278,17 +278,24 @@ func supervise(addr, dsn string) error {
 		return err
 	}
 	fmt.Printf("supervisor: SIGCONT worker 1 after %v (its lease: %v); another worker has written since\n", time.Since(stopped).Round(100*time.Millisecond), *ttl)
+	// The rest of the lines, as they come, until every worker's stdout has
+	// ended; only then is each worker waited for (Wait closes its pipe).
+	printer := make(chan struct{})
+	go func() {
+		defer close(printer)
+		for line := range out {
+			fmt.Println(line)
+			printed = append(printed, line)
+		}
+	}()
+	wg.Wait()
+	close(out)
+	<-printer
 	var failed error
 	for _, cmd := range append(rest, first) {
 		if err := cmd.Wait(); err != nil {
 			failed = errors.Join(failed, fmt.Errorf("%s: %w", strings.Join(cmd.Args[1:3], " "), err))
 		}
-	}
-	wg.Wait()
-	close(out)
-	for line := range out {
-		fmt.Println(line)
-		printed = append(printed, line)
 	}
 	if failed != nil {
 		return failed
