@@ -2,8 +2,8 @@
 // its lease writes after another holder did, and only the resource can refuse
 // its write.
 //
-// Worker processes move money between two accounts, alice and bob, in a
-// PostgreSQL ledger: under the lock "ledger" (an rlock), each reads both
+// Worker processes move money from one account to another, alice's to
+// bob's, in a PostgreSQL ledger: under the lock "ledger" (an rlock), each reads both
 // balances, works a moment, then writes the new balances and a row of the
 // transfer, in one transaction that first checks the lease's token with
 // fence.Table (fenced), or not at all (-nofence).
@@ -132,7 +132,7 @@ func run(id int, addr, dsn string) error {
 	return nil
 }
 
-// transfer moves a random amount between alice and bob under token: it reads
+// transfer moves a random amount from alice to bob under token: it reads
 // both balances, works, then writes them and records the transfer. It
 // checks nothing between its read and its write (neither the lease's
 // context nor the clock), as code paused in between cannot: only the fence
@@ -144,14 +144,11 @@ func transfer(ctx context.Context, db *sql.DB, id int, token uint64) error {
 		(SELECT balance FROM accounts WHERE name = 'bob')`).Scan(&alice, &bob); err != nil {
 		return err
 	}
+	// Always from alice to bob: a transfer lost from the balances always
+	// shows (random directions could cancel out).
 	amount := int64(1 + rand.IntN(50))
 	from, to := "alice", "bob"
-	if rand.IntN(2) == 0 {
-		from, to = to, from
-		alice, bob = alice+amount, bob-amount
-	} else {
-		alice, bob = alice-amount, bob+amount
-	}
+	alice, bob = alice-amount, bob+amount
 	fmt.Printf("worker %d: token %d: read the balances; moving %d from %s to %s (takes %v)\n", id, token, amount, from, to, *work)
 	time.Sleep(*work)
 
@@ -203,7 +200,7 @@ func supervise(addr, dsn string) error {
 	if *noFence {
 		mode = "NOT fenced (-nofence)"
 	}
-	fmt.Printf("ledger: alice and bob open with %d each; %d workers move money under the lock %q, %s\n", opening, *workers, lockName, mode)
+	fmt.Printf("ledger: alice and bob open with %d each; %d workers move money from alice to bob under the lock %q, %s\n", opening, *workers, lockName, mode)
 
 	out := make(chan string, 64) // the workers' lines, printed as they come
 	var printed []string
@@ -375,7 +372,7 @@ func verdict(ctx context.Context, db *sql.DB, lines []string) error {
 	if balances {
 		fmt.Println("it balances")
 	} else {
-		fmt.Printf("it DOES NOT balance (%+d for alice)\n", balance["alice"]-want["alice"])
+		fmt.Printf("it DOES NOT balance: the balances miss %d moved to bob\n", balance["alice"]-want["alice"])
 	}
 	switch {
 	case !*noFence && refused && !late && balances:
