@@ -3,7 +3,7 @@
 // exits 0 and prints what its doc comment promises.
 //
 // An example that needs what leasehold's module must not require (cron:
-// gocron) is a module of its own, its go.mod in its directory, built against
+// gocron; fencing: a PostgreSQL driver) is a module of its own, its go.mod in its directory, built against
 // this checkout by replace directives: it is built there, with the go.mod a
 // service using it would write, and run and checked as the others.
 package examples_test
@@ -82,6 +82,22 @@ var runs = []struct {
 		`^tick 2: ran once, on replica \d; skipped on \d, \d$`,
 		`^tick 3: ran once, on replica \d \(killed mid-run\)`,
 		`^ok: ticks 0-2 ran once each with the 3 replicas up; tick 3's run was killed; the survivors ran ticks 5-7 once each$`,
+	}, nil},
+	{"fencing", "fencing", nil, []string{
+		`^started postgres on `,
+		`^supervisor: SIGSTOP worker 1 while it holds the lock with token (\d+)`,
+		`^worker [23]: token \d+: wrote `,
+		`^supervisor: SIGCONT worker 1 after `,
+		`^worker 1: token \d+: write refused: fence: check "ledger": fence: stale token \d+: \d+ applied already$`,
+		`^ledger: .*: it balances$`,
+		`^ok: the paused worker's late write was refused \(fence.ErrStale\), and the ledger balances$`,
+	}, nil},
+	{"fencing-nofence", "fencing", []string{"-nofence"}, []string{
+		`^supervisor: SIGSTOP worker 1 while it holds the lock`,
+		`^worker [23]: token \d+: wrote `,
+		`^worker 1: token \d+: wrote `,
+		`^ledger: .*: it DOES NOT balance`,
+		`^ok: without the fence the paused worker's late write landed`,
 	}, nil},
 	{"leader", "leader", nil, []string{
 		// The first term: its candidate's line and the observer's come in

@@ -41,6 +41,9 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(WorkerEnv); cfg != "" {
 		os.Exit(workerMain(cfg))
 	}
+	if cfg := os.Getenv(fencedWorkerEnv); cfg != "" {
+		os.Exit(fencedWorkerMain(cfg))
+	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		totals.print(os.Stderr, code)
 		os.Exit(code)

@@ -8,6 +8,10 @@
 // against the resource's log for overlaps the fence did not stop, and
 // CheckLinear has porcupine check that the resource's history is
 // linearizable. Elections' observers are checked by CheckObserved.
+// TestFencedResource writes through package fence to a Redis key and to a
+// PostgreSQL table (internal/harness/dbtest starts it) while holders are
+// stopped past their leases and killed: no stale write lands, and without
+// the fence some do.
 //
 // It is a module of its own, so that users never download porcupine. From
 // this directory, as root (partitions make network namespaces):

@@ -1,0 +1,4 @@
+package fence
+
+// RecordKey is recordKey, for the tests.
+var RecordKey = recordKey
