@@ -59,8 +59,9 @@ func (h *Hub) Watch(ctx context.Context, channel, key string) (*Waiter, error) {
 }
 
 // Invalidate wakes one waiter of each channel whose key is among keys (every
-// channel if nil). Call it from rueidis.ClientOption.OnInvalidations; it does
-// not block.
+// channel if nil); on a subscribed channel 10ms later, unless a message woke
+// one meanwhile (the same change's). Call it from
+// rueidis.ClientOption.OnInvalidations; it does not block.
 func (h *Hub) Invalidate(keys []rueidis.RedisMessage) { h.h.Invalidate(keys) }
 
 // Close wakes every waiter, drops every subscription and returns once the

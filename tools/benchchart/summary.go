@@ -26,9 +26,11 @@ var loopback = []row{
 	{"", "allocs/op", "BenchmarkUncontended", []string{"allocs/op"}, num},
 	{"", "B/op", "BenchmarkUncontended", []string{"B/op"}, num},
 	{"32 goroutines, distinct keys", "ops/s", "BenchmarkParallelDistinct", []string{"ops/s"}, num},
-	{"64 goroutines, one key (250µs held)", "handoffs/s", "BenchmarkContended", []string{"handoffs/s"}, num},
+	{"64 goroutines, one key", "handoffs/s", "BenchmarkContended", []string{"handoffs/s"}, num},
 	{"", "handoff p50 / p99", "BenchmarkContended", []string{"p50-µs", "p99-µs"}, micros},
 	{"", "round trips/handoff", "BenchmarkContended", []string{"roundtrips/handoff"}, num},
+	{"3 Clients x 5 goroutines, one key", "handoffs/s", "BenchmarkContendedClients", []string{"handoffs/s"}, num},
+	{"", "round trips/handoff", "BenchmarkContendedClients", []string{"roundtrips/handoff"}, num},
 	{"10,000 waiters on 1,000 names", "TCP connections", "BenchmarkManyWaiters", []string{"conns"}, num},
 	{"", "subscriptions", "BenchmarkManyWaiters", []string{"subscriptions"}, num},
 	{"", "heap per waiter", "BenchmarkManyWaiters", []string{"heapB/waiter"}, kib},
@@ -58,7 +60,7 @@ var kindRows = []row{
 	{"32 goroutines, distinct keys", "ops/s", "BenchmarkParallelDistinct", []string{"ops/s"}, num},
 	{"", "Redis CPU µs/op", "BenchmarkParallelDistinct", []string{"redis-cpu-µs/op"}, num},
 	{"", "commandstats µs/op", "BenchmarkParallelDistinct", []string{"redis-µs/op"}, num},
-	{"64 goroutines, one key (250µs held)", "handoffs/s", "BenchmarkContended", []string{"handoffs/s"}, num},
+	{"64 goroutines, one key", "handoffs/s", "BenchmarkContended", []string{"handoffs/s"}, num},
 	{"", "handoff p50 / p99", "BenchmarkContended", []string{"p50-µs", "p99-µs"}, micros},
 	{"", "round trips/handoff", "BenchmarkContended", []string{"roundtrips/handoff"}, num},
 }
@@ -82,6 +84,7 @@ var ratios = []ratio{
 	{"", "Redis CPU µs/op", "BenchmarkParallelDistinct", "redis-cpu-µs/op", false},
 	{"", "commandstats µs/op", "BenchmarkParallelDistinct", "redis-µs/op", false},
 	{"64 goroutines, one key", "handoffs/s", "BenchmarkContended", "handoffs/s", false},
+	{"3 Clients x 5 goroutines, one key", "handoffs/s", "BenchmarkContendedClients", "handoffs/s", false},
 }
 
 // fairWaiters is the benchmark of fairqueue waiters keeping their places.
