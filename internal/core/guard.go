@@ -56,6 +56,7 @@ type guard struct {
 	ctx  context.Context
 
 	untracked atomic.Bool // the server refused tracking: the guard stopped
+	soon      bool        // a read was answered MOVED: the next round comes soon (guard's goroutine only)
 
 	mu      sync.Mutex
 	keys    map[string][]*Hold  // the holds on each key; Hold.guardAt is the index
@@ -282,18 +283,23 @@ func (g *guard) later(key string, waiting bool) {
 	g.mu.Unlock()
 }
 
-// retry has key read again after a read that failed with err: at once
-// after MOVED, which corrected the slot map (a slot that moved must not
-// leave its waiters deaf for a backoff), else after the backoff, which
-// *failed starts.
+// retry has key read again after a read that failed with err: movedDelay
+// later after MOVED, which corrected the slot map (a slot that moved must
+// not leave its waiters deaf for a growing backoff; nor may nodes that
+// disagree during a resharding bounce a read between them at full speed),
+// else after the backoff, which *failed starts. Called on the guard's
+// goroutine.
 func (g *guard) retry(key string, waiting bool, err error, failed *bool) {
 	g.later(key, waiting)
 	if retry.HasCode(err, "MOVED") {
-		g.notify()
+		g.soon = true
 		return
 	}
 	*failed = true
 }
+
+// movedDelay is how soon a read answered MOVED is made again.
+const movedDelay = 5 * time.Millisecond
 
 // notify wakes the guard's goroutine without blocking.
 func (g *guard) notify() {
@@ -337,11 +343,15 @@ func (g *guard) run() {
 		if d, ok := g.nextArm(); ok {
 			arm.Reset(d)
 		}
-		if g.round() {
+		switch failed := g.round(); {
+		case failed:
 			again.Reset(b.NextBackOff())
-		} else {
+		case g.soon:
+			again.Reset(movedDelay)
+		default:
 			b.Reset()
 		}
+		g.soon = false
 	}
 }
 
