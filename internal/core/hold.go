@@ -740,13 +740,12 @@ func (h *Hold) passOn(ctx context.Context, all bool) (bool, error) {
 	if p == nil || !all || h.keep() > 0 {
 		return false, nil
 	}
-	w := p.Client.Hub().Claim(p.Channel)
+	w, successor, leaseMs := p.Client.Hub().Claim(p.Channel)
 	if w == nil {
 		return false, nil
 	}
-	successor := w.Owner()
 	sent := time.Now()
-	r, err := p.To.ReleaseTo(ctx, h.cfg.Redis, h.cfg.Owner, successor, w.Lease())
+	r, err := p.To.ReleaseTo(ctx, h.cfg.Redis, h.cfg.Owner, successor, leaseMs)
 	if err == nil && r.Outcome == lua.HandedOff {
 		if !w.Grant(hub.Handoff{Token: r.Token, Sent: sent}) {
 			h.giveBack(successor)

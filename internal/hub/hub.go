@@ -651,39 +651,35 @@ func (w *Waiter) Offer(owner, lease string) {
 }
 
 // Claim picks, for a release about to pass the lock on channel, the
-// longest-waiting waiter that Offered itself, is not trying the lock itself
+// longest-waiting waiter that Offered itself (and returns the owner and
+// lease it Offered), is not trying the lock itself
 // and whose subscription is confirmed (so that the channel's count of
 // subscribers includes this Client), and reserves it: until Grant or
 // Unclaim it makes no attempt of its own (Begin says so). nil when there is
 // none; it then takes no lock when no waiter of the hub Offered itself.
-func (h *Hub) Claim(channel string) *Waiter {
+func (h *Hub) Claim(channel string) (w *Waiter, owner, lease string) {
 	if h.offers.Load() == 0 {
-		return nil
+		return nil, "", ""
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.topics[channel]
 	if t == nil {
-		return nil
+		return nil, "", ""
 	}
 	select {
 	case <-t.ready:
 	default:
-		return nil
+		return nil, "", ""
 	}
 	for _, w := range t.waiters {
 		if w.owner != "" && w.state == idle {
 			w.state = claimed
-			return w
+			return w, w.owner, w.lease
 		}
 	}
-	return nil
+	return nil, "", ""
 }
-
-// Owner and Lease are what the waiter Offered, for the release that
-// claimed it.
-func (w *Waiter) Owner() string { return w.owner }
-func (w *Waiter) Lease() string { return w.lease }
 
 // Grant hands the claimed waiter the lock its release passed it, and
 // reports whether it was still waiting; false: it left meanwhile, and the
