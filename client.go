@@ -71,7 +71,7 @@ func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 // Client cannot work on, and makes the Client, which then warns of what the
 // server's settings put at risk.
 func newClient(rc rueidis.Client, owned, tracking bool, o options) (*Client, error) {
-	s, err := inspect(rc, o.classic)
+	s, err := inspect(rc, o.classic, o.KeyPrefix)
 	if err != nil {
 		return nil, err
 	}

@@ -34,12 +34,13 @@ type server struct {
 // Redis Cluster of Redis 7+ or Valkey, unless classic is set. A failure to
 // read INFO is an error only in Redis Cluster, where the flavour depends on
 // the version; elsewhere the Client works without knowing (an ACL may deny
-// INFO).
-func inspect(rc rueidis.Client, classic bool) (server, error) {
+// INFO). The probe's channel is under the Client's key prefix, where an ACL
+// confining the Client to it lets it publish.
+func inspect(rc rueidis.Client, classic bool, prefix string) (server, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), inspectTimeout)
 	defer cancel()
 	var s server
-	res := rc.DoMulti(ctx, rc.B().Info().Build(), probe(rc, false))
+	res := rc.DoMulti(ctx, rc.B().Info().Build(), probe(rc, prefix, false))
 	info, err := res[0].ToString()
 	if err != nil {
 		if rc.Mode() == rueidis.ClientModeCluster {
@@ -51,7 +52,7 @@ func inspect(rc rueidis.Client, classic bool) (server, error) {
 	s.published = res[1].Error()
 	if s.sharded = rc.Mode() == rueidis.ClientModeCluster && !classic && s.shardedPubSub(); s.sharded {
 		// The scripts publish with SPUBLISH there: probe that instead.
-		s.published = rc.Do(ctx, probe(rc, true)).Error()
+		s.published = rc.Do(ctx, probe(rc, prefix, true)).Error()
 	}
 	if _, ok := rueidis.IsRedisErr(s.published); !ok {
 		s.published = nil // a transport error says nothing of the ACL
@@ -60,9 +61,9 @@ func inspect(rc rueidis.Client, classic bool) (server, error) {
 }
 
 // probe publishes "0", the unlock message, to a lock channel of a name no one
-// locks, as the release scripts publish.
-func probe(rc rueidis.Client, sharded bool) rueidis.Completed {
-	ch := script.KeysOf("leasehold:publish-probe").Channel
+// locks (under the key prefix), as the release scripts publish.
+func probe(rc rueidis.Client, prefix string, sharded bool) rueidis.Completed {
+	ch := script.KeysOf(prefix + "leasehold:publish-probe").Channel
 	if sharded {
 		return rc.B().Spublish().Channel(ch).Message("0").Build()
 	}
