@@ -227,6 +227,10 @@ func TestKeyPrefixACL(t *testing.T) {
 	if err := srv.Do(rules...).Error(); err != nil {
 		t.Fatalf("%v: %v", rules, err)
 	}
+	// As the page says, for the servers that have them (the ACL of the
+	// others refuses the rule).
+	_ = srv.Do("ACL", "SETUSER", rules[2], "+client|setinfo").Error()
+	_ = srv.Do("ACL", "SETUSER", rules[2], "+ssubscribe", "+sunsubscribe", "+spublish").Error()
 	opt := srv.Option()
 	opt.Username, opt.Password = rules[2], "pw"
 	var w warnings
@@ -275,7 +279,12 @@ func TestKeyPrefixACL(t *testing.T) {
 		t.Errorf("warnings under the prefix's ACL: %v", ws)
 	}
 	if log, err := srv.Do("ACL", "LOG").ToArray(); err != nil || len(log) != 0 {
-		t.Errorf("ACL LOG under the prefix: %d refusals, %v; want none", len(log), err)
+		var refused []string
+		for _, e := range log {
+			m, _ := e.AsStrMap()
+			refused = append(refused, m["reason"]+" "+m["object"])
+		}
+		t.Errorf("ACL LOG under the prefix: %d refusals (%v), %v; want none", len(log), refused, err)
 	}
 	for _, prefix := range []string{"", "other:"} {
 		// Its PUBLISH probe at Open is refused too: it warns of it.

@@ -2,6 +2,7 @@ package leasehold_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,13 @@ import (
 func TestWarningsPrefixedOnce(t *testing.T) {
 	srv := redistest.Start(t, "--maxmemory", "100mb", "--maxmemory-policy", "volatile-lru")
 	var w warnings
-	opt := locktest.Denied(t, srv, "publish", "subscribe", "client|tracking")
+	denied := []string{"publish", "subscribe", "client|tracking"}
+	want := []string{"maxmemory-policy", "PUBLISH is refused", "CLIENT TRACKING unavailable", "subscribing to unlock messages is refused"}
+	if name, major := redistest.Version(); name == "redis" && major < 7 {
+		// Redis 6.2's ACL cannot take one subcommand away.
+		denied, want = denied[:2], slices.DeleteFunc(want, func(s string) bool { return strings.HasPrefix(s, "CLIENT") })
+	}
+	opt := locktest.Denied(t, srv, denied...)
 	opt.DisableCache = true // rueidis' cache turns CLIENT TRACKING on at every connection
 	c := locktest.OpenAt(t, opt, leasehold.WithObserver(&w))
 	ctx := locktest.Ctx(t, 10*time.Second)
@@ -28,7 +35,6 @@ func TestWarningsPrefixedOnce(t *testing.T) {
 	_, _ = rlock.New(c, "warned").Acquire(wctx) // subscribes, refused
 	cancel()
 	locktest.Release(t, ls)
-	want := []string{"maxmemory-policy", "PUBLISH is refused", "CLIENT TRACKING unavailable", "subscribing to unlock messages is refused"}
 	ws := w.list()
 	for _, s := range want {
 		found := false
