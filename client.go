@@ -28,11 +28,14 @@ func (c *Client) core() *core.Client { return &c.c }
 // locks at risk (an evicting memory policy, an ACL refusing PUBLISH or
 // CLIENT TRACKING). It uses one connection per node (unless opt sets
 // PipelineMultiplex) and one more to hear of removals, and chains its hook
-// onto opt.OnInvalidations. docs/go-redis.md has the costs.
+// onto opt.OnInvalidations. docs/go-redis.md has the costs. Its errors
+// name no lock, so they are no *lease.Error: they read "leasehold: open:
+// ..." and wrap lease.ErrInvalid (a bad option), lease.ErrRedis (a server
+// the Client cannot work on) or rueidis' error (Redis not reached).
 func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 	o, err := resolve(opts)
 	if err != nil {
-		return nil, err
+		return nil, opErr("open", err)
 	}
 	// rueidis takes the hook at creation, before the Client exists: route
 	// through a pointer set once it is made. Nothing is tracked before.
@@ -61,7 +64,7 @@ func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 	c, err := newClient(rc, true, !opt.DisableCache, o)
 	if err != nil {
 		rc.Close()
-		return nil, err
+		return nil, opErr("open", err)
 	}
 	current.Store(c.core())
 	return c, nil
@@ -88,16 +91,21 @@ func newClient(rc rueidis.Client, owned, tracking bool, o options) (*Client, err
 
 // New wraps a rueidis client the caller already has; Close leaves it open.
 // Holders hear of removals as with Open; waiters hear of an expiry by their
-// TTL timers (rueidis takes the invalidation hook only at creation).
+// TTL timers (rueidis takes the invalidation hook only at creation). Its
+// errors are as Open's, reading "leasehold: new: ...".
 func New(client rueidis.Client, opts ...Option) (*Client, error) {
 	if client == nil {
 		return nil, fmt.Errorf("leasehold: new: %w: nil rueidis client", lease.ErrInvalid)
 	}
 	o, err := resolve(opts)
 	if err != nil {
-		return nil, err
+		return nil, opErr("new", err)
 	}
-	return newClient(client, false, false, o)
+	c, err := newClient(client, false, false, o)
+	if err != nil {
+		return nil, opErr("new", err)
+	}
+	return c, nil
 }
 
 // ID is the Client's unique id, a random UUID: the CLIENT_ID in the owner

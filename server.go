@@ -44,7 +44,7 @@ func inspect(rc rueidis.Client, classic bool, prefix string) (server, error) {
 	info, err := res[0].ToString()
 	if err != nil {
 		if rc.Mode() == rueidis.ClientModeCluster {
-			return s, fmt.Errorf("leasehold: reading the Redis version: %w", err)
+			return s, fmt.Errorf("reading the Redis version (INFO): %w", redisErr(err))
 		}
 		return s, nil
 	}
@@ -122,7 +122,7 @@ func (s server) shardedPubSub() bool {
 // a pause instead: its READONLY replies are waited out.
 func (s server) check(mode rueidis.ClientMode) error {
 	if mode == rueidis.ClientModeStandalone && s.role == "slave" {
-		return fmt.Errorf("leasehold: %w: the address is a read-only replica (of %s): locks are taken on the primary",
+		return fmt.Errorf("%w: the address is a read-only replica (of %s): locks are taken on the primary",
 			lease.ErrRedis, s.primary)
 	}
 	return nil
@@ -147,4 +147,18 @@ func (s server) warnings() []error {
 // noeviction, once a maxmemory is set.
 func (s server) evicts() bool {
 	return s.maxmemory > 0 && s.policy != "" && s.policy != "noeviction"
+}
+
+// opErr is the error of Open or New (op "open" or "new"): it reads
+// "leasehold: OP: ..." and wraps err. It is no *lease.Error, which names a
+// lock: the errors of a Client's making name none.
+func opErr(op string, err error) error { return fmt.Errorf("leasehold: %s: %w", op, err) }
+
+// redisErr wraps an error reply of Redis with lease.ErrRedis, as the locks'
+// errors do; any other error (a cut connection, ctx's) stays as it is.
+func redisErr(err error) error {
+	if _, ok := rueidis.IsRedisErr(err); ok {
+		return fmt.Errorf("%w: %w", lease.ErrRedis, err)
+	}
+	return err
 }
