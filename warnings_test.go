@@ -51,3 +51,44 @@ func TestWarningsPrefixedOnce(t *testing.T) {
 		}
 	}
 }
+
+// Where no unlock message can arrive (an ACL user with Redis 7's default of
+// no channels, and no CLIENT TRACKING), a waiter still takes a released
+// lock within a second or so (it tries again as the hub retries the refused
+// subscription: 4-78ms after the release here), not at the end of the
+// holder's lease (30s); and the Client warned of what it cannot hear.
+func TestWaiterWithoutMessagesOrTracking(t *testing.T) {
+	if name, major := redistest.Version(); name == "redis" && major < 7 {
+		t.Skip("Redis 6.2's ACL cannot take CLIENT TRACKING alone away")
+	}
+	srv := redistest.Start(t)
+	if err := srv.Do("ACL", "SETUSER", "nochannels", "reset", "resetchannels", "on", ">pw", "~*", "+@all", "-client|tracking").Error(); err != nil {
+		t.Fatal(err)
+	}
+	opt := srv.Option()
+	opt.Username, opt.Password, opt.DisableCache = "nochannels", "pw", true
+	var w warnings
+	holder, waiter := locktest.OpenAt(t, opt, leasehold.WithObserver(&w)), locktest.OpenAt(t, opt, leasehold.WithObserver(&w))
+	ctx := locktest.Ctx(t, 20*time.Second)
+	ls := locktest.MustAcquire(t, rlock.New(holder, "silent"), ctx)
+	f := rlock.New(waiter, "silent").AcquireAsync(ctx)
+	locktest.Eventually(t, 5*time.Second, "the waiter waits", func() bool { return waiter.Stats().Waiters == 1 })
+	time.Sleep(100 * time.Millisecond) // its first subscription refused
+	released := time.Now()
+	locktest.Release(t, ls)
+	locktest.Release(t, locktest.Result(t, f, 5*time.Second))
+	took := time.Since(released)
+	t.Logf("the waiter took the lock %v after its release", took.Round(time.Millisecond))
+	if took > 3*time.Second {
+		t.Errorf("the waiter took the lock %v after its release; want about a second", took)
+	}
+	var said []string
+	for _, err := range w.list() {
+		said = append(said, err.Error())
+	}
+	for _, want := range []string{"PUBLISH is refused", "CLIENT TRACKING unavailable", "subscribing to unlock messages is refused"} {
+		if !slices.ContainsFunc(said, func(s string) bool { return strings.Contains(s, want) }) {
+			t.Errorf("no warning of %q among %q", want, said)
+		}
+	}
+}
