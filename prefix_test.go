@@ -273,7 +273,19 @@ func TestKeyPrefixACL(t *testing.T) {
 		if l, err := election.New(b, "leading").Leader(ctx); l.Value != "w" || err != nil {
 			t.Errorf("Leader = %+v, %v", l, err)
 		}
+		octx, stop := context.WithCancel(ctx)
+		defer stop()
+		seen := election.New(b, "leading").Observe(octx)
+		if l := <-seen; l.Value != "w" {
+			t.Errorf("Observe: %+v first; want the leader", l)
+		}
 		locktest.Release(t, ls)
+		if l := <-seen; l.Value != "" {
+			t.Errorf("Observe: %+v after the resignation; want nobody", l)
+		}
+		stop()
+		for range seen {
+		}
 	})
 	if ws := w.list(); len(ws) != 0 {
 		t.Errorf("warnings under the prefix's ACL: %v", ws)
