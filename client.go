@@ -29,11 +29,14 @@ func (c *Client) core() *core.Client { return &c.c }
 // PipelineMultiplex) and one more to hear of releases and removals, and no
 // client-side cache: leasehold reads nothing through one, so opt's
 // DisableCache and OnInvalidations are not used. docs/go-redis.md has the
-// costs.
+// costs. Its errors name no lock, so they are no *lease.Error: they read
+// "leasehold: open: ..." and wrap lease.ErrInvalid (a bad option),
+// lease.ErrRedis (a server the Client cannot work on) or rueidis' error
+// (Redis not reached).
 func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 	o, err := resolve(opts)
 	if err != nil {
-		return nil, err
+		return nil, opErr("open", err)
 	}
 	if opt.ClientName == "" {
 		// Named before the Client exists: it takes the id given here.
@@ -55,7 +58,7 @@ func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 	c, err := newClient(rc, true, o)
 	if err != nil {
 		rc.Close()
-		return nil, err
+		return nil, opErr("open", err)
 	}
 	return c, nil
 }
@@ -64,7 +67,7 @@ func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 // Client cannot work on, and makes the Client, which then warns of what the
 // server's settings put at risk.
 func newClient(rc rueidis.Client, owned bool, o options) (*Client, error) {
-	s, err := inspect(rc, o.classic)
+	s, err := inspect(rc, o.classic, o.KeyPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -81,16 +84,21 @@ func newClient(rc rueidis.Client, owned bool, o options) (*Client, error) {
 
 // New wraps a rueidis client the caller already has; Close leaves it open.
 // Holders and waiters hear of removals and expiries as with Open, on a
-// connection of its own (see Stats.Tracking).
+// connection of its own (see Stats.Tracking). Its errors are as Open's,
+// reading "leasehold: new: ...".
 func New(client rueidis.Client, opts ...Option) (*Client, error) {
 	if client == nil {
 		return nil, fmt.Errorf("leasehold: new: %w: nil rueidis client", lease.ErrInvalid)
 	}
 	o, err := resolve(opts)
 	if err != nil {
-		return nil, err
+		return nil, opErr("new", err)
 	}
-	return newClient(client, false, o)
+	c, err := newClient(client, false, o)
+	if err != nil {
+		return nil, opErr("new", err)
+	}
+	return c, nil
 }
 
 // ID is the Client's unique id, a random UUID: the CLIENT_ID in the owner

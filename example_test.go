@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"time"
 
@@ -245,4 +248,43 @@ func ExampleWithWriterPreference() {
 	// Output:
 	// new reader held back: true
 	// writer holds it
+}
+
+// Check behind an HTTP health probe (a Kubernetes livenessProbe or
+// readinessProbe): 200 while Redis answers and every lease is renewed in
+// time, 503 and what is wrong otherwise.
+func ExampleClient_Check() {
+	c, err := leasehold.Open(rueidis.ClientOption{InitAddress: []string{redisAddr}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	probe := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		if err := c.Check(ctx); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	// In a service: http.Handle("/healthz", probe). Here, one request.
+	srv := httptest.NewServer(probe)
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/healthz")
+	if err != nil {
+		log.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	fmt.Print(res.StatusCode, " ", string(body))
+
+	c.Close()
+	rec := httptest.NewRecorder()
+	probe.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	fmt.Print(rec.Code, " ", strings.ReplaceAll(rec.Body.String(), c.ID(), "ID")) // the id is random
+	// Output:
+	// 200 ok
+	// 503 leasehold: check: lease: client closed: client ID
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/lease"
@@ -180,4 +182,33 @@ func WithQueueTimeout(d time.Duration) LockOption {
 func WithWriterPreference() LockOption {
 	return LockOption{core.NewLockOption("leasehold.WithWriterPreference", core.TakesWriterPreference,
 		func(c *core.LockConfig) { c.WriterPreference = true })}
+}
+
+// WithKeyPrefix puts prefix before every lock name of the Client in Redis:
+// the lock "cleanup" is the key prefix+"cleanup", and every key, channel and
+// fencing counter is derived from that (Redisson's NameMapper, so a Redisson
+// client with the same mapping shares the locks). Leases, errors and
+// observer events keep the name the caller gave. An ACL can confine the
+// Client to its prefix: docs/safety.md. The prefix may not hold braces (they
+// would move the lock's keys out of its Cluster slot and its ACL patterns),
+// glob characters (* ? [ ] \), spaces or control characters. Default: "",
+// names used as given.
+func WithKeyPrefix(prefix string) Option {
+	return optionFunc(func(o *options) {
+		if i := strings.IndexFunc(prefix, badPrefixRune); i >= 0 {
+			r, _ := utf8.DecodeRuneInString(prefix[i:])
+			o.err = fmt.Errorf("%w: key prefix %q holds %q: braces, glob characters (* ? [ ] \\), "+
+				"spaces and control characters are refused", lease.ErrInvalid, prefix, r)
+			return
+		}
+		o.KeyPrefix = prefix
+	})
+}
+
+// badPrefixRune reports whether WithKeyPrefix refuses r: a brace would make
+// or break the hash tag of the keys derived from a name, a glob character
+// would make an ACL pattern PREFIX* match keys of other prefixes, and a
+// space or control character cannot be written in an ACL rule.
+func badPrefixRune(r rune) bool {
+	return strings.ContainsRune("{}*?[]\\", r) || unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError
 }

@@ -34,16 +34,17 @@ type server struct {
 // Redis Cluster of Redis 7+ or Valkey, unless classic is set. A failure to
 // read INFO is an error only in Redis Cluster, where the flavour depends on
 // the version; elsewhere the Client works without knowing (an ACL may deny
-// INFO).
-func inspect(rc rueidis.Client, classic bool) (server, error) {
+// INFO). The probe's channel is under the Client's key prefix, where an ACL
+// confining the Client to it lets it publish.
+func inspect(rc rueidis.Client, classic bool, prefix string) (server, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), inspectTimeout)
 	defer cancel()
 	var s server
-	res := rc.DoMulti(ctx, rc.B().Info().Build(), probe(rc, false))
+	res := rc.DoMulti(ctx, rc.B().Info().Build(), probe(rc, prefix, false))
 	info, err := res[0].ToString()
 	if err != nil {
 		if rc.Mode() == rueidis.ClientModeCluster {
-			return s, fmt.Errorf("leasehold: reading the Redis version: %w", err)
+			return s, fmt.Errorf("reading the Redis version (INFO): %w", redisErr(err))
 		}
 		return s, nil
 	}
@@ -51,7 +52,7 @@ func inspect(rc rueidis.Client, classic bool) (server, error) {
 	s.published = res[1].Error()
 	if s.sharded = rc.Mode() == rueidis.ClientModeCluster && !classic && s.shardedPubSub(); s.sharded {
 		// The scripts publish with SPUBLISH there: probe that instead.
-		s.published = rc.Do(ctx, probe(rc, true)).Error()
+		s.published = rc.Do(ctx, probe(rc, prefix, true)).Error()
 	}
 	if _, ok := rueidis.IsRedisErr(s.published); !ok {
 		s.published = nil // a transport error says nothing of the ACL
@@ -60,9 +61,9 @@ func inspect(rc rueidis.Client, classic bool) (server, error) {
 }
 
 // probe publishes "0", the unlock message, to a lock channel of a name no one
-// locks, as the release scripts publish.
-func probe(rc rueidis.Client, sharded bool) rueidis.Completed {
-	ch := script.KeysOf("leasehold:publish-probe").Channel
+// locks (under the key prefix), as the release scripts publish.
+func probe(rc rueidis.Client, prefix string, sharded bool) rueidis.Completed {
+	ch := script.KeysOf(prefix + "leasehold:publish-probe").Channel
 	if sharded {
 		return rc.B().Spublish().Channel(ch).Message("0").Build()
 	}
@@ -121,7 +122,7 @@ func (s server) shardedPubSub() bool {
 // a pause instead: its READONLY replies are waited out.
 func (s server) check(mode rueidis.ClientMode) error {
 	if mode == rueidis.ClientModeStandalone && s.role == "slave" {
-		return fmt.Errorf("leasehold: %w: the address is a read-only replica (of %s): locks are taken on the primary",
+		return fmt.Errorf("%w: the address is a read-only replica (of %s): locks are taken on the primary",
 			lease.ErrRedis, s.primary)
 	}
 	return nil
@@ -146,4 +147,18 @@ func (s server) warnings() []error {
 // noeviction, once a maxmemory is set.
 func (s server) evicts() bool {
 	return s.maxmemory > 0 && s.policy != "" && s.policy != "noeviction"
+}
+
+// opErr is the error of Open or New (op "open" or "new"): it reads
+// "leasehold: OP: ..." and wraps err. It is no *lease.Error, which names a
+// lock: the errors of a Client's making name none.
+func opErr(op string, err error) error { return fmt.Errorf("leasehold: %s: %w", op, err) }
+
+// redisErr wraps an error reply of Redis with lease.ErrRedis, as the locks'
+// errors do; any other error (a cut connection, ctx's) stays as it is.
+func redisErr(err error) error {
+	if _, ok := rueidis.IsRedisErr(err); ok {
+		return fmt.Errorf("%w: %w", lease.ErrRedis, err)
+	}
+	return err
 }

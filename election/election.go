@@ -17,6 +17,7 @@ import (
 // input.
 type Election struct {
 	c    *core.Client // nil for a nil *leasehold.Client
+	name string       // the name the caller gave; s has its keys
 	cfg  core.LockConfig
 	s    *lua.Election
 	base *engine.Engine // checks the input and the Client; campaigns have their own
@@ -29,8 +30,8 @@ type Election struct {
 // terms of a fixed length instead of the watchdog's.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Election {
 	cc, cfg := clientcore.Lock(c, opts, 0)
-	s := lua.NewElection(name, cfg.Lua())
-	return &Election{c: cc, cfg: cfg, s: s, base: engine.New(cc, name, cfg, s.Campaign(""))}
+	s := lua.NewElection(cfg.Key(name), cfg.Lua())
+	return &Election{c: cc, name: name, cfg: cfg, s: s, base: engine.New(cc, name, cfg, s.Campaign(""))}
 }
 
 // Campaign blocks until this caller leads or ctx is done, and publishes
@@ -80,7 +81,7 @@ func (c candidate) AcquireAsync(ctx context.Context) *lease.Future {
 // campaign is the engine of a campaign for value: its protocol carries the
 // value to publish.
 func (e *Election) campaign(value string) *engine.Engine {
-	return engine.New(e.c, e.s.Name(), e.cfg, e.s.Campaign(value))
+	return engine.New(e.c, e.name, e.cfg, e.s.Campaign(value))
 }
 
 // Proclaim publishes value as the leader's while this Election's latest
@@ -97,16 +98,16 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 	e.mu.Unlock()
 	switch {
 	case ls == nil:
-		return core.Errorf(op, e.s.Name(), "%w: this Election has won no campaign", lease.ErrNotHeld)
+		return core.Errorf(op, e.name, "%w: this Election has won no campaign", lease.ErrNotHeld)
 	case ls.Err() != nil:
-		return core.Errorf(op, e.s.Name(), "%w: the leadership was lost: %w", lease.ErrNotHeld, ls.Err())
+		return core.Errorf(op, e.name, "%w: the leadership was lost: %w", lease.ErrNotHeld, ls.Err())
 	}
 	ok, err := e.s.Proclaim(ctx, rc, ls.Owner(), value)
 	if err != nil {
 		return e.base.Fail(op, err)
 	}
 	if !ok {
-		return core.Errorf(op, e.s.Name(), "%w: the term is over (resigned, expired or ended in Redis)", lease.ErrNotHeld)
+		return core.Errorf(op, e.name, "%w: the term is over (resigned, expired or ended in Redis)", lease.ErrNotHeld)
 	}
 	return nil
 }

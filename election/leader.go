@@ -37,7 +37,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	case err != nil:
 		return Leader{}, e.base.Fail(op, err)
 	case !ok:
-		return Leader{}, core.Errorf(op, e.s.Name(), "%w", ErrNoLeader)
+		return Leader{}, core.Errorf(op, e.name, "%w", ErrNoLeader)
 	}
 	return Leader{Value: t.Value, Token: t.Token, Owner: t.Owner}, nil
 }

@@ -33,7 +33,7 @@ var _ lease.Locker = (*Lock)(nil)
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	cc, cfg := clientcore.Lock(c, opts, core.TakesQueueTimeout|core.TakesHoldAtLeast)
 	// The protocol is Redisson's RFairLock.
-	p := lua.NewFair(name, cfg.Lua())
+	p := lua.NewFair(cfg.Key(name), cfg.Lua())
 	e := engine.New(cc, name, cfg, p)
 	return &Lock{e.Bound(), e, p}
 }

@@ -9,4 +9,8 @@
 // quick run from running again on the replicas whose clocks are behind. The
 // Elector suits replicas that should all defer to one. docs/cron.md compares
 // them, shows a plain time.Ticker with lease.TryDo, and how to choose d.
+//
+// Services that share a Redis and name jobs alike open their Clients with
+// leasehold.WithKeyPrefix: the Locker and the Elector lock under the
+// Client's prefix, so "cleanup" of one service never skips another's.
 package leaseholdgocron

@@ -77,6 +77,13 @@ func (l *Lease) finish(ctx context.Context, fnErr error) error {
 	switch {
 	case lost != nil && fnErr == nil:
 		return lost
+	case lost != nil && errors.Is(fnErr, l.Err()):
+		// fn returned the loss, or wrapped it (context.Cause of its ctx):
+		// said once.
+		if errors.Is(fnErr, ErrLost) {
+			return fnErr
+		}
+		return fmt.Errorf("%w: %w", ErrLost, fnErr)
 	case lost != nil:
 		return errors.Join(fnErr, lost)
 	case fnErr != nil && relErr != nil:

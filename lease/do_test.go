@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -191,6 +192,35 @@ func TestDoLost(t *testing.T) {
 				t.Errorf("Do = %v; want an error wrapping ErrLost and fn's error", err)
 			}
 		})
+	}
+}
+
+// TestDoLostCause: fn returning its ctx's cause, the loss, as the README's
+// pattern does, gets one message from Do, not the loss twice (it read
+// `hold "x": lease: lost: ...` on two lines), wrapping ErrLost and the
+// lease's error; and the Client closing under fn still wraps ErrLost.
+func TestDoLostCause(t *testing.T) {
+	srv := redistest.Start(t)
+	c := locktest.Open(t, srv)
+	ctx := locktest.Ctx(t, 10*time.Second)
+	var ls *lease.Lease
+	err := lease.Do(ctx, rlock.New(c, "lost-cause", leasehold.WithLeaseTime(200*time.Millisecond)), func(ctx context.Context) error {
+		ls = lease.FromContext(ctx)
+		<-ctx.Done()
+		return fmt.Errorf("item y: %w", context.Cause(ctx))
+	})
+	want := `item y: hold "lost-cause": lease: lost: the lease time ran out`
+	if err == nil || err.Error() != want || !errors.Is(err, lease.ErrLost) || !errors.Is(err, ls.Err()) {
+		t.Errorf("Do = %q; want %q, wrapping ErrLost and the lease's error", err, want)
+	}
+	closing := locktest.Open(t, srv)
+	err = lease.Do(ctx, rlock.New(closing, "closed-cause"), func(ctx context.Context) error {
+		go closing.Close()
+		<-ctx.Done()
+		return context.Cause(ctx)
+	})
+	if !errors.Is(err, lease.ErrLost) || !errors.Is(err, lease.ErrClosed) || strings.Count(err.Error(), "client closed") != 1 {
+		t.Errorf("Do = %q; want the Client's closing once, wrapping ErrLost and ErrClosed", err)
 	}
 }
 

@@ -20,7 +20,8 @@
 //   - One server: no replicas (WithReplicas fails acquisitions with
 //     lease.ErrNotReplicated), Cluster, Sentinel, ACL or failover.
 //
-// Warnings go to the test's log unless WithObserver is given. The whole
+// Warnings go to the test's log unless WithObserver is given, all but the
+// one of the first point above, which every kit Client would give. The whole
 // list, integration tests against a real Redis and faults to inject:
 // https://github.com/leasehold/leasehold/blob/main/docs/testing.md
 //

@@ -14,11 +14,13 @@
 // others.
 //
 // Metrics are leasehold.acquire.duration, leasehold.hold.duration,
-// leasehold.leases.lost, leasehold.renewal.duration and leasehold.renewal.size,
-// and from RegisterClient leasehold.leases.held, leasehold.waiters,
+// leasehold.leases.lost, leasehold.renewal.duration, leasehold.renewal.size
+// and leasehold.election.leader (1 while this process leads the election
+// named by leasehold.lock.name, 0 once it no longer does), and from
+// RegisterClient leasehold.leases.held, leasehold.waiters,
 // leasehold.subscriptions, leasehold.renewal.rounds and leasehold.wakeups.
 // Acquisitions and holds are counted by lock kind and outcome; no metric
-// carries the lock name unless asked (WithLockName, WithNameMapper), since
+// but the leader gauge carries the lock name unless asked (WithLockName, WithNameMapper), since
 // names are often unbounded. Spans
 // (leasehold.acquire, leasehold.release) always carry the name. The Observer
 // does not block, given a batching span processor.

@@ -61,13 +61,14 @@ var (
 )
 
 // New returns an Observer, for leasehold.WithObserver, that records lease
-// events as metrics and spans; one may serve several Clients. It does not
+// events as metrics and spans; one may serve several Clients (its leader
+// gauge then says whether any of them leads). It does not
 // fail: a bad instrument goes to otel.Handle.
 func New(opts ...Option) lease.Observer {
 	c := newConfig(opts)
 	m := c.meters.Meter(scope)
 	o := &observer{tracer: c.tracers.Tracer(scope), name: c.name}
-	var errs [6]error
+	var errs [7]error
 	o.acquire, errs[0] = m.Float64Histogram("leasehold.acquire.duration",
 		metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(waitBuckets...),
 		metric.WithDescription("How long an Acquire or TryAcquire took, until it held the lock or gave up, by outcome."))
@@ -83,6 +84,10 @@ func New(opts ...Option) lease.Observer {
 	o.size, errs[4] = m.Int64Histogram("leasehold.renewal.size",
 		metric.WithUnit("{lease}"), metric.WithExplicitBucketBoundaries(sizeBuckets...),
 		metric.WithDescription("How many leases a renewal round renewed."))
+	o.leaders = make(map[string]map[string]int)
+	_, errs[6] = m.Int64ObservableGauge("leasehold.election.leader",
+		metric.WithUnit("{leader}"), metric.WithInt64Callback(o.observeLeaders),
+		metric.WithDescription("1 for each election this process leads through the observed Clients, 0 once it led and no longer does, by leasehold.lock.name."))
 	if err := errors.Join(errs[:]...); err != nil {
 		otel.Handle(err)
 	}
@@ -100,6 +105,10 @@ type observer struct {
 	mu     sync.Mutex
 	rounds [8]renewal // the last rounds recorded, a ring
 	next   int        // where the next round goes in rounds
+	// leaders holds, per election name this observer saw won, the
+	// leases held of each leading owner (reentrant leases share one);
+	// an empty map once no longer leading, so the gauge reads 0.
+	leaders map[string]map[string]int
 }
 
 // renewal identifies a renewal round by what its events carry.
@@ -109,6 +118,9 @@ type renewal struct {
 }
 
 func (o *observer) Observe(e lease.Event) {
+	if e.Lock == electionKind {
+		o.leading(e)
+	}
 	switch e.Kind {
 	case lease.Acquired, lease.Abandoned:
 		o.acquired(e)
@@ -262,4 +274,47 @@ func orBackground(ctx context.Context) context.Context {
 		return context.Background()
 	}
 	return ctx
+}
+
+// electionKind is the lock kind of an election's leases (lease.Event.Lock).
+const electionKind = "election"
+
+// leading follows an election's leadership from its events: a campaign
+// won adds a lease of its owner; a release that succeeded takes one away;
+// the loss of the hold ends every lease of its owner. A failed release
+// changes nothing: the lease was lost before, or is still held.
+func (o *observer) leading(e lease.Event) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	owners := o.leaders[e.Name]
+	switch {
+	case e.Kind == lease.Acquired:
+		if owners == nil {
+			owners = make(map[string]int)
+			o.leaders[e.Name] = owners
+		}
+		owners[e.Owner]++
+	case owners == nil:
+	case e.Kind == lease.Released && e.Err == nil:
+		if owners[e.Owner]--; owners[e.Owner] <= 0 {
+			delete(owners, e.Owner)
+		}
+	case e.Kind == lease.Lost:
+		delete(owners, e.Owner)
+	}
+}
+
+// observeLeaders reports leasehold.election.leader: per election name seen
+// won, 1 while one of its owners holds, else 0.
+func (o *observer) observeLeaders(_ context.Context, r metric.Int64Observer) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for name, owners := range o.leaders {
+		v := int64(0)
+		if len(owners) > 0 {
+			v = 1
+		}
+		r.Observe(v, metric.WithAttributes(nameKey.String(name)))
+	}
+	return nil
 }

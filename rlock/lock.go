@@ -31,7 +31,7 @@ var _ lease.Locker = (*Lock)(nil)
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	cc, cfg := clientcore.Lock(c, opts, core.TakesHoldAtLeast)
 	// The protocol is Redisson's RLock.
-	p := lua.NewLock(name, cfg.Lua())
+	p := lua.NewLock(cfg.Key(name), cfg.Lua())
 	e := engine.New(cc, name, cfg, p)
 	return &Lock{e.Bound(), e, p}
 }

@@ -36,9 +36,9 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 	// The protocols are Redisson's RReadWriteLock. Read and write leases are
 	// reentrant each within their own kind (the engine's scope); each
 	// protocol looks for the other's in the ctx.
-	r, w := lua.NewRead(name, cfg.Lua()), lua.NewWrite(name, cfg.Lua())
+	r, w := lua.NewRead(cfg.Key(name), cfg.Lua()), lua.NewWrite(cfg.Key(name), cfg.Lua())
 	reads, writes := core.Scope{Client: cc, Kind: r.Is().Kind}, core.Scope{Client: cc, Kind: w.Is().Kind}
-	rp, wp := &readProtocol{r, writes}, &writeProtocol{w, reads, writes}
+	rp, wp := &readProtocol{r, name, writes}, &writeProtocol{w, name, reads, writes}
 	return &Lock{
 		read:  engine.New(cc, name, cfg, rp),
 		write: engine.New(cc, name, cfg, wp),
@@ -50,13 +50,14 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Lock {
 // under a write lease of this lock, a read is admitted at once.
 type readProtocol struct {
 	*lua.Read
+	name   string // the lock's name, as leases carry it
 	writes core.Scope
 }
 
 // Try admits a read under a write lease of this lock at once (the script
 // checks that the write lease still holds); any other as lua.Read does.
 func (p *readProtocol) Try(ctx context.Context, c rueidis.Client, owner string, wait bool) (lua.Grant, error) {
-	if h := core.HoldFrom(ctx, p.writes, p.Name()); h != nil {
+	if h := core.HoldFrom(ctx, p.writes, p.name); h != nil {
 		return p.TryUnder(ctx, c, owner, h.Owner())
 	}
 	return p.Read.Try(ctx, c, owner, wait)
@@ -66,13 +67,14 @@ func (p *readProtocol) Try(ctx context.Context, c rueidis.Client, owner string, 
 // under a read lease of this lock, and no write lease, a write is refused.
 type writeProtocol struct {
 	*lua.Write
+	name          string // the lock's name, as leases carry it
 	reads, writes core.Scope
 }
 
 // Try refuses an upgrade of a read to a write; any other attempt goes as
 // lua.Write does. (Under a write lease the engine re-enters that lease.)
 func (p *writeProtocol) Try(ctx context.Context, c rueidis.Client, owner string, wait bool) (lua.Grant, error) {
-	if core.HoldFrom(ctx, p.reads, p.Name()) != nil && core.HoldFrom(ctx, p.writes, p.Name()) == nil {
+	if core.HoldFrom(ctx, p.reads, p.name) != nil && core.HoldFrom(ctx, p.writes, p.name) == nil {
 		return lua.Grant{}, fmt.Errorf("%w: %w", lease.ErrInvalid, ErrUpgrade)
 	}
 	return p.Write.Try(ctx, c, owner, wait)

@@ -32,10 +32,11 @@ type bound = engine.Bound
 // call reports bad input.
 type Semaphore struct {
 	bound
-	e   *engine.Engine
-	c   *core.Client
-	cfg core.LockConfig
-	s   *lua.Semaphore
+	e    *engine.Engine
+	name string // the name the caller gave; s has its keys
+	c    *core.Client
+	cfg  core.LockConfig
+	s    *lua.Semaphore
 }
 
 var _ lease.Locker = (*Semaphore)(nil)
@@ -44,7 +45,7 @@ var _ lease.Locker = (*Semaphore)(nil)
 // TrySetPermits (or AddPermits) sets them. Options: leasehold.WithLeaseTime.
 func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Semaphore {
 	cc, cfg := clientcore.Lock(c, opts, 0)
-	s := &Semaphore{c: cc, cfg: cfg, s: lua.NewSemaphore(name, cfg.Lua())}
+	s := &Semaphore{name: name, c: cc, cfg: cfg, s: lua.NewSemaphore(cfg.Key(name), cfg.Lua())}
 	s.e = s.engine(1, cfg)
 	s.bound = s.e.Bound()
 	return s
@@ -53,7 +54,7 @@ func New(c *leasehold.Client, name string, opts ...leasehold.LockOption) *Semaph
 // engine is the engine of leases of n permits. The protocol is Redisson's
 // RPermitExpirableSemaphore.
 func (s *Semaphore) engine(n int, cfg core.LockConfig) *engine.Engine {
-	return engine.New(s.c, s.s.Name(), cfg, s.s.Weighted(n))
+	return engine.New(s.c, s.name, cfg, s.s.Weighted(n))
 }
 
 // Acquire blocks until a permit is held or ctx is done; on failure it

@@ -20,6 +20,7 @@ import (
 
 // env is what a command works with.
 type env struct {
+	prefix  string // -prefix: the key prefix of the names given
 	rc      rueidis.Client
 	clients *clients
 	stdin   io.Reader
@@ -40,7 +41,7 @@ var commands = map[string]command{
 	"inspect": {
 		arg:  "NAME",
 		json: true,
-		help: "Show the lock NAME: kind, holders and hold counts with each holder's\nconnection (name and address), TTL, fencing token, the fair queue's\nwaiters with their deadlines, the read holds, an election's leader and\nterm; or the semaphore NAME. With -json, one JSON object.",
+		help: "Show the lock NAME: kind, holders and hold counts with each holder's\nconnection (name and address), TTL, fencing token, the fair queue's\nwaiters with their deadlines, the read holds, an election's leader and\nterm, and for an rlock, election or rw the Clients waiting (connections\nsubscribed to its channel: Redis sees one per Client, not its goroutines);\nor the semaphore NAME. With -json, one JSON object.",
 		setup: func(fs *flag.FlagSet, asJSON *bool) func(context.Context, env, string) error {
 			jsonFlag(fs, asJSON)
 			return func(ctx context.Context, e env, name string) error {
@@ -78,7 +79,7 @@ var commands = map[string]command{
 		arg:  "[PATTERN]",
 		def:  "*",
 		json: true,
-		help: "List the locks whose names match PATTERN, a Redis glob such as 'orders:*'\n(default *: every lock). Keys are found with SCAN, a batch at a time,\nnever with KEYS. With -json, one JSON object per lock, one a line (none\nif none match).",
+		help: "List the locks whose names match PATTERN, a Redis glob such as 'orders:*'\n(default *: every lock). Keys are found with SCAN, a batch at a time,\nnever with KEYS. WAITERS is a fair lock's queue or a semaphore's waiters for\nseveral permits, and for an rlock, election or rw \"N clients\": the Clients\nwaiting, each subscribed once to the lock's channel however many of its\ngoroutines wait (Redis keeps no list of them). With -json, one JSON object\nper lock, one a line (none if none match).",
 		setup: func(fs *flag.FlagSet, asJSON *bool) func(context.Context, env, string) error {
 			count := fs.Int64("count", 1000, "keys SCAN looks at per call (its COUNT)")
 			jsonFlag(fs, asJSON)
@@ -93,7 +94,7 @@ var commands = map[string]command{
 }
 
 func inspect(ctx context.Context, e env, name string, asJSON bool) error {
-	s, err := readState(ctx, e.rc, name)
+	s, err := e.readState(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -115,7 +116,7 @@ func watch(ctx context.Context, e env, name string, interval time.Duration, asJS
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		s, err := readState(ctx, e.rc, name)
+		s, err := e.readState(ctx, name)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -164,7 +165,7 @@ func isTerminal(f any) bool {
 }
 
 func release(ctx context.Context, e env, name string, yes bool) error {
-	s, err := readState(ctx, e.rc, name)
+	s, err := e.readState(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -215,7 +216,7 @@ func release(ctx context.Context, e env, name string, yes bool) error {
 // list finds lock names matching pattern on every node (a cluster's keys
 // are spread over its masters), then reads each.
 func list(ctx context.Context, e env, pattern string, count int64, asJSON bool) error {
-	names, err := lockNames(ctx, e.rc, pattern, count)
+	names, err := lockNames(ctx, e.rc, e.prefix+pattern, count)
 	if err != nil {
 		return err
 	}
@@ -226,7 +227,11 @@ func list(ctx context.Context, e env, pattern string, count int64, asJSON bool) 
 	var locks []*lock
 	for _, s := range states {
 		if s.Shape != lua.ShapeNotLock && (s.Held() || s.KeptBy != "" || len(s.Waiters) > 0) {
-			locks = append(locks, &lock{State: s})
+			l := &lock{State: s, prefix: e.prefix}
+			if err := e.waiting(ctx, l); err != nil {
+				return err
+			}
+			locks = append(locks, l)
 		}
 	}
 	e.clients.annotate(ctx, locks...)

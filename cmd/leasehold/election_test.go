@@ -49,7 +49,7 @@ func TestElection(t *testing.T) {
 	wantLines(t, mustCmd(t, srv, "", "list", "*"),
 		`^NAME +KIND +MODE +HOLDERS +HOLDS +TTL +TOKEN +WAITERS$`,
 		`^orders +rlock +- +1 +1 +`,
-		fmt.Sprintf(`^scheduler +election +- +1 +1 +\d+(\.\d+)?m?s +%d +0$`, ls.Token()))
+		fmt.Sprintf(`^scheduler +election +- +1 +1 +\d+(\.\d+)?m?s +%d +0 clients$`, ls.Token()))
 
 	j := inspectJSON(t, srv, "scheduler")
 	if j.Kind != "election" || j.RedisType != "hash" || len(j.Holders) != 1 || j.Holders[0].Owner != ls.Owner() {

@@ -20,6 +20,7 @@ type connFlags struct {
 	tls, tlsInsecure     bool
 	tlsCA, tlsCert       string
 	tlsKey, tlsServer    string
+	prefix               string // put before every lock name given (-prefix)
 }
 
 // newConnFlags returns the connection flags with their defaults, read from
@@ -50,6 +51,7 @@ func newFlagSet(name string, c *connFlags) *flag.FlagSet {
 	fs.StringVar(&c.tlsKey, "tls-key", c.tlsKey, "PEM client key `file` (with -tls-cert)")
 	fs.StringVar(&c.tlsServer, "tls-server-name", c.tlsServer, "server `name` to verify, if not the address's host")
 	fs.BoolVar(&c.tlsInsecure, "tls-insecure", c.tlsInsecure, "do not verify the server's certificate")
+	fs.StringVar(&c.prefix, "prefix", c.prefix, "key `prefix` of the service's Client (leasehold.WithKeyPrefix): put before\nevery NAME and PATTERN given, and left out of the names shown")
 	return fs
 }
 

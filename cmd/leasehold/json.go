@@ -36,6 +36,11 @@ type lockJSON struct {
 	// WaitingWriters are a read-write lock's writers holding new readers
 	// back (writer preference).
 	WaitingWriters []waiterJSON `json:"waiting_writers"`
+	// WaitingClients is, for an rlock, election or rw (whose waiters Redis
+	// keeps no list of), how many Clients wait: the connections subscribed
+	// to the lock's channel, one per Client however many of its goroutines
+	// wait. null for the other kinds.
+	WaitingClients *int64 `json:"waiting_clients"`
 	// Time is when the snapshot was taken, by the Redis server's clock (RFC
 	// 3339, UTC, milliseconds).
 	Time string `json:"time"`
@@ -137,7 +142,7 @@ func kindJSON(k lua.Shape) string {
 // toJSON is s as -json prints it.
 func toJSON(s *lock) lockJSON {
 	j := lockJSON{
-		Name:           s.Name,
+		Name:           s.shown(),
 		Kind:           kindJSON(s.Shape),
 		RedisType:      s.Type,
 		Token:          s.Token,
@@ -148,6 +153,9 @@ func toJSON(s *lock) lockJSON {
 	}
 	if s.Shape == lua.ShapeRW {
 		j.Mode = &s.Mode
+	}
+	if s.clients >= 0 {
+		j.WaitingClients = &s.clients
 	}
 	if l := s.Leader; l != nil {
 		j.Leader = &leaderJSON{Value: l.Value, Term: l.Term, Owner: l.Owner}

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold/internal/lua"
+	"github.com/leasehold/leasehold/script"
 )
 
 // lock is one snapshot of a lock, as the library reads it (lua.Inspect), and
@@ -13,8 +16,13 @@ import (
 // fills in (see clients).
 type lock struct {
 	lua.State
-	byID   map[string]*conn // Client ID -> its connection
-	byHead map[string]*conn // the first 16 hex digits of a Client ID -> the same
+	prefix string // the key prefix of the names given (-prefix), left out of names shown
+	// clients is how many connections are subscribed to the lock's
+	// channel (see waiting), -1 when not counted: what Redis knows of
+	// the waiters of a lock with no queue in Redis.
+	clients int64
+	byID    map[string]*conn // Client ID -> its connection
+	byHead  map[string]*conn // the first 16 hex digits of a Client ID -> the same
 }
 
 // conn is the connection of owner's Client, nil when none is known.
@@ -24,14 +32,52 @@ func (s *lock) conn(owner string) *conn { return s.byID[ownerClient(owner)] }
 // lease of permits) id, nil when none is known.
 func (s *lock) permitConn(id string) *conn { return s.byHead[permitHead(id)] }
 
-// readState takes one snapshot of the lock name.
-func readState(ctx context.Context, rc rueidis.Client, name string) (*lock, error) {
-	s, err := lua.Inspect(ctx, rc, name)
+// readState takes one snapshot of the lock name (under the key prefix).
+func (e env) readState(ctx context.Context, name string) (*lock, error) {
+	s, err := lua.Inspect(ctx, e.rc, e.prefix+name)
 	if err != nil {
 		return nil, err
 	}
-	return &lock{State: s}, nil
+	l := &lock{State: s, prefix: e.prefix}
+	return l, e.waiting(ctx, l)
 }
+
+// waiting counts, for a lock whose waiters Redis keeps no list of (rlock,
+// election, rw), the connections subscribed to its channel: PUBSUB NUMSUB
+// and, for sharded pub/sub (Redis Cluster), PUBSUB SHARDNUMSUB, summed over
+// the nodes. A leasehold Client subscribes once per channel however many
+// of its goroutines wait, and only while one does; a Redisson client
+// subscribes once per channel too. So it counts waiting Clients, not
+// goroutines; 0 says nobody waits.
+func (e env) waiting(ctx context.Context, s *lock) error {
+	s.clients = -1
+	var ch string
+	switch s.Shape {
+	case lua.ShapeRLock, lua.ShapeElection:
+		ch = script.KeysOf(s.Name).Channel
+	case lua.ShapeRW:
+		ch = script.KeysOf(s.Name).RWChannel
+	default:
+		return nil
+	}
+	var n int64
+	for _, node := range e.rc.Nodes() {
+		m, err := node.Do(ctx, node.B().PubsubNumsub().Channel(ch).Build()).AsIntMap()
+		if err != nil {
+			return fmt.Errorf("PUBSUB NUMSUB %s: %w", ch, err)
+		}
+		n += m[ch]
+		// Redis 6.2 has no sharded pub/sub: its error says only that.
+		if m, err := node.Do(ctx, node.B().PubsubShardnumsub().Channel(ch).Build()).AsIntMap(); err == nil {
+			n += m[ch]
+		}
+	}
+	s.clients = n
+	return nil
+}
+
+// shown is the lock's name as the command shows it: without the key prefix.
+func (s *lock) shown() string { return strings.TrimPrefix(s.Name, s.prefix) }
 
 // forceRelease deletes the lock whoever holds it and wakes its waiters the
 // way its kind does, through the scripts leasehold's own ForceRelease runs.

@@ -21,7 +21,11 @@
 //	                asks first unless --yes is given, and exits 1 having
 //	                released nothing unless the answer is y
 //	list [PATTERN]  the locks whose names match PATTERN (a Redis glob,
-//	                default *), found with SCAN, never KEYS
+//	                default *), found with SCAN, never KEYS; WAITERS is a
+//	                fair lock's queue, a semaphore's waiters for several
+//	                permits, and for an rlock, election or rw the Clients
+//	                waiting ("2 clients": the connections subscribed to its
+//	                channel, one per Client however many goroutines wait)
 //	version         the version of leasehold the command was built from, as
 //	                -version does: vX.Y.Z when installed with go install
 //	                ...@vX.Y.Z, (devel) when built in the repository
@@ -49,6 +53,9 @@
 //	-tls-cert FILE       PEM client certificate, with -tls-key FILE
 //	-tls-server-name S   server name to verify, if not the address's host
 //	-tls-insecure        do not verify the server's certificate
+//	-prefix PREFIX       the key prefix of the service's Client
+//	                     (leasehold.WithKeyPrefix): put before each NAME
+//	                     and PATTERN, left out of the names shown
 //
 // Kinds are told apart by what Redis holds: a hash with a mode field is a
 // read-write lock; a hash whose lock has a queue (redisson_lock_queue:{NAME})
@@ -106,7 +113,8 @@ commands:
   help [COMMAND]    print this, or the flags of COMMAND (also -h)
 
 inspect, list and watch print JSON with -json (or -o json), one object per
-line. Flags may come before or after the command.
+line. Flags may come before or after the command. -prefix PREFIX reads the
+locks of a Client opened with leasehold.WithKeyPrefix(PREFIX) by their names.
 `
 
 // run runs the command line args (without the program name), reading answers
@@ -164,12 +172,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	if asJSON && !cmd.json {
 		return usagef("-json goes with inspect, list and watch; %s prints text", name)
 	}
+	if i := strings.IndexAny(conn.prefix, "{}*?[]\\"); i >= 0 {
+		// As leasehold.WithKeyPrefix refuses them.
+		return usagef("-prefix %q holds %q, which no leasehold Client's key prefix holds", conn.prefix, conn.prefix[i:i+1])
+	}
 	rc, err := conn.dial()
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	return runCmd(ctx, env{rc: rc, clients: newClients(rc), stdin: stdin, stdout: stdout}, pos[0])
+	return runCmd(ctx, env{prefix: conn.prefix, rc: rc, clients: newClients(rc), stdin: stdin, stdout: stdout}, pos[0])
 }
 
 // help writes the usage, or with a command's name the command's, to w.

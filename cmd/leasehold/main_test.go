@@ -215,7 +215,7 @@ func TestInspectKept(t *testing.T) {
 	if j.Kept.ReleasedBy != ls.Owner() || j.Kept.Client == nil || j.Kept.Client.Name != name(t) {
 		t.Errorf("-json: kept %+v, want released by %s, client %s", j.Kept, ls.Owner(), name(t))
 	}
-	wantLines(t, mustCmd(t, srv, "", "list", "report"), `^report +rlock +kept +0 +0 +(59(\.\d+)?s|1m0(\.\d+)?s) +\d+ +0$`)
+	wantLines(t, mustCmd(t, srv, "", "list", "report"), `^report +rlock +kept +0 +0 +(59(\.\d+)?s|1m0(\.\d+)?s) +\d+ +0 clients$`)
 	wantLines(t, mustCmd(t, srv, "", "release", "-yes", "report"), `released`)
 	if n, _ := srv.Do("EXISTS", "report").AsInt64(); n != 0 {
 		t.Fatal("the operator's release left the kept lock")
@@ -441,10 +441,10 @@ func TestList(t *testing.T) {
 	out := mustCmd(t, srv, "", "list", "-count", "10", "*")
 	wantLines(t, out,
 		`^NAME +KIND +MODE +HOLDERS +HOLDS +TTL +TOKEN +WAITERS$`,
-		`^catalog +rw +read +1 +1 +\d+(\.\d+)?s +\d+ +0$`,
-		`^jobs +rlock +- +1 +1 +\d+(\.\d+)?s +\d+ +0$`, // no one waits: laid out as an rlock
-		`^orders:1 +rlock +- +1 +2 +\d+(\.\d+)?s +\d+ +0$`,
-		`^orders:2 +rlock +- +1 +1 +\d+(\.\d+)?s +\d+ +0$`,
+		`^catalog +rw +read +1 +1 +\d+(\.\d+)?s +\d+ +0 clients$`,
+		`^jobs +rlock +- +1 +1 +\d+(\.\d+)?s +\d+ +0 clients$`, // no one waits: laid out as an rlock
+		`^orders:1 +rlock +- +1 +2 +\d+(\.\d+)?s +\d+ +0 clients$`,
+		`^orders:2 +rlock +- +1 +1 +\d+(\.\d+)?s +\d+ +0 clients$`,
 		`^printer +fair +- +0 +0 +- +0 +1$`)
 	if n := strings.Count(out, "\n"); n != 6 {
 		t.Fatalf("%d lines, want a header and 5 locks:\n%s", n, out)
@@ -768,8 +768,10 @@ type jsonLock struct {
 	RedisType string  `json:"redis_type"`
 	Mode      *string `json:"mode"`
 	TTLms     *int64  `json:"ttl_ms"`
-	Token     uint64  `json:"token"`
-	Holders   []struct {
+	// WaitingClients: an rlock's, election's or rw's Clients waiting.
+	WaitingClients *int64 `json:"waiting_clients"`
+	Token          uint64 `json:"token"`
+	Holders        []struct {
 		Owner      string      `json:"owner"`
 		Count      int64       `json:"count"`
 		Write      bool        `json:"write"`
@@ -815,7 +817,7 @@ type jsonWaiter struct {
 }
 
 // jsonKeys are the fields every lock object has, null or not.
-var jsonKeys = []string{"name", "kind", "redis_type", "mode", "ttl_ms", "token", "holders", "waiters", "waiting_writers", "time", "semaphore", "leader", "kept"}
+var jsonKeys = []string{"name", "kind", "redis_type", "mode", "ttl_ms", "token", "holders", "waiters", "waiting_writers", "waiting_clients", "time", "semaphore", "leader", "kept"}
 
 // parseJSON decodes out, one JSON object a line, checking that each has
 // every field and no other.

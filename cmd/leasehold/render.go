@@ -33,7 +33,7 @@ func render(w io.Writer, s *lock, times bool) error {
 		return duration(d)
 	}
 	head := table(w, "")
-	head.row("name", s.Name)
+	head.row("name", s.shown())
 	if s.Shape == lua.ShapeNotLock {
 		head.row("kind", fmt.Sprintf("not a lock (a Redis %s)", s.Type))
 		return head.flush()
@@ -128,6 +128,9 @@ func renderHolders(w io.Writer, s *lock, dur func(time.Duration) string) error {
 
 // renderWaiters writes the fair queue and the waiting writers, if any.
 func renderWaiters(w io.Writer, s *lock, dur func(time.Duration) string) error {
+	if s.clients > 0 {
+		fmt.Fprintf(w, "waiting Clients: %d (subscribed to the lock's channel; Redis does not see how many goroutines of each wait)\n", s.clients)
+	}
 	if len(s.Waiters) > 0 {
 		fmt.Fprintf(w, "waiters (%d, oldest first)\n", len(s.Waiters))
 		t := table(w, "  ")
@@ -256,7 +259,11 @@ func renderList(w io.Writer, locks []*lock) error {
 		for _, h := range s.Holders {
 			holds += h.Count
 		}
-		mode, ttl, waiters := s.Mode, "-", len(s.Waiters)+len(s.Writers)
+		mode, ttl, waiters := s.Mode, "-", fmt.Sprint(len(s.Waiters)+len(s.Writers))
+		if s.clients >= 0 {
+			// No queue in Redis: the Clients waiting, not goroutines.
+			waiters = fmt.Sprintf("%d clients", s.clients)
+		}
 		if mode == "" {
 			mode = "-"
 		}
@@ -272,7 +279,7 @@ func renderList(w io.Writer, locks []*lock) error {
 		if sem := s.Semaphore; sem != nil {
 			// MODE says how many of the total are free; TTL is the soonest
 			// expiry of a permit held.
-			mode, ttl, waiters = fmt.Sprintf("%d/%d free", sem.Available, sem.Total()), "-", len(sem.Claims)
+			mode, ttl, waiters = fmt.Sprintf("%d/%d free", sem.Available, sem.Total()), "-", fmt.Sprint(len(sem.Claims))
 			holders, holds = len(sem.Leases()), int64(len(sem.Permits))
 			if len(sem.Permits) > 0 {
 				ttl = "none"
@@ -281,8 +288,8 @@ func renderList(w io.Writer, locks []*lock) error {
 				}
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%d\t%d\n",
-			s.Name, s.Shape, mode, holders, holds, ttl, s.Token, waiters)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%d\t%s\n",
+			s.shown(), s.Shape, mode, holders, holds, ttl, s.Token, waiters)
 	}
 	return tw.Flush()
 }

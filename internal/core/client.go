@@ -50,6 +50,8 @@ type Options struct {
 	ID string
 	// MemoryPolicy is the server's maxmemory-policy, read at Open or New.
 	MemoryPolicy string
+	// KeyPrefix is put before every lock name in Redis (see Key).
+	KeyPrefix string
 }
 
 // Client is the shared state of one leasehold Client.

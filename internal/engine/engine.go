@@ -35,6 +35,7 @@ const (
 type Engine struct {
 	client *core.Client // nil when the lock was made with a nil Client
 	name   string
+	key    string     // name in Redis: the Client's key prefix, then name
 	scope  core.Scope // leases re-enter locks of the same scope and name
 	cfg    core.LockConfig
 	proto  lua.Protocol
@@ -57,7 +58,7 @@ type Engine struct {
 // be nil: every call then fails with lease.ErrInvalid.
 func New(c *core.Client, name string, cfg core.LockConfig, p lua.Protocol) *Engine {
 	is := p.Is()
-	e := &Engine{client: c, name: name, scope: core.Scope{Client: c, Kind: is.Kind}, cfg: cfg, proto: p, clock: realClock{}, reentrant: is.Kind.Reentrant}
+	e := &Engine{client: c, name: name, key: cfg.Key(name), scope: core.Scope{Client: c, Kind: is.Kind}, cfg: cfg, proto: p, clock: realClock{}, reentrant: is.Kind.Reentrant}
 	if w := is.Weight; w > 0 {
 		e.watchOpts = []hub.WatchOption{hub.Counted(w)}
 	}
@@ -105,7 +106,7 @@ func (e *Engine) Check(op string) error {
 		return fail("%w: empty lock name", lease.ErrInvalid)
 	case e.cfg.Err != nil:
 		return fail("%w", e.cfg.Err)
-	case e.client.Redis() != nil && e.client.Redis().Mode() == rueidis.ClientModeCluster && !oneSlot(e.name):
+	case e.client.Redis() != nil && e.client.Redis().Mode() == rueidis.ClientModeCluster && !oneSlot(e.key):
 		// rueidis would panic building a script call whose keys lie in
 		// different slots; Redis would refuse it with CROSSSLOT.
 		return fail("%w: the name cannot be used in Redis Cluster: its braces make no hash tag, "+

@@ -190,6 +190,6 @@ func (e *Engine) raiseToken(ctx context.Context, floor uint64) (uint64, error) {
 	if floor > math.MaxInt64 {
 		return 0, core.Errorf("raise-token", e.name, "%w: token floor %d above 2^63-1", lease.ErrInvalid, floor)
 	}
-	t, err := lua.RaiseToken(ctx, rc, e.name, floor, e.cfg.TTL())
+	t, err := lua.RaiseToken(ctx, rc, e.key, floor, e.cfg.TTL())
 	return t, e.Fail("raise-token", err)
 }

@@ -49,7 +49,7 @@ func (e *Engine) IsLocked(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	n, err := rc.Do(ctx, rc.B().Hlen().Key(e.name).Build()).AsInt64()
+	n, err := rc.Do(ctx, rc.B().Hlen().Key(e.key).Build()).AsInt64()
 	return n > 0, e.Fail("inspect", err)
 }
 
@@ -69,7 +69,7 @@ func (e *Engine) RemainTTL(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	ms, err := rc.Do(ctx, rc.B().Pttl().Key(e.name).Build()).AsInt64()
+	ms, err := rc.Do(ctx, rc.B().Pttl().Key(e.key).Build()).AsInt64()
 	switch {
 	case err != nil:
 		return 0, e.Fail("inspect", err)

@@ -453,7 +453,7 @@ func (h *Hub) receive(hook context.Context, t *topic) {
 	cancel()
 	if e, ok := rueidis.IsRedisErr(err); ok && refusal(e) && h.warn != nil {
 		h.refused.Do(func() {
-			h.warn(fmt.Errorf("hub: subscribing to unlock messages is refused (%w): "+
+			h.warn(fmt.Errorf("leasehold: subscribing to unlock messages is refused (%w): "+
 				"waiters wake only on key invalidations, their timers and a retry every second or so", e))
 		})
 	}
