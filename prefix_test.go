@@ -230,7 +230,7 @@ func TestKeyPrefixACL(t *testing.T) {
 	// As the page says, for the servers that have them (the ACL of the
 	// others refuses the rule).
 	_ = srv.Do("ACL", "SETUSER", rules[2], "+client|setinfo").Error()
-	_ = srv.Do("ACL", "SETUSER", rules[2], "+ssubscribe", "+sunsubscribe", "+spublish").Error()
+	_ = srv.Do("ACL", "SETUSER", rules[2], "+ssubscribe", "+sunsubscribe", "+spublish", "+pubsub|shardnumsub").Error()
 	opt := srv.Option()
 	opt.Username, opt.Password = rules[2], "pw"
 	var w warnings

@@ -144,3 +144,28 @@ func TestHandoffToAWaiterThatLeft(t *testing.T) {
 		})
 	}
 }
+
+// An ACL that refuses PUBSUB NUMSUB makes no handoff, and costs nothing
+// else: the release frees the lock and publishes, and the waiter takes it.
+func TestHandoffRefusedCount(t *testing.T) {
+	srv := redistest.Start(t)
+	c := locktest.OpenDenied(t, srv, "pubsub")
+	ctx := ctxTimeout(t, 20*time.Second)
+	l := rlock.New(c, "counted")
+	first := mustAcquire(t, l, ctx)
+	f := l.AcquireAsync(ctx)
+	eventually(t, 5*time.Second, "waiter subscribed", func() bool {
+		s := c.Stats()
+		return s.Waiters == 1 && s.Subscriptions == 1
+	})
+	time.Sleep(100 * time.Millisecond) // past the waiter's try on Ready
+	before := calls(t, srv)
+	if err := first.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	second := locktest.Result(t, f, 5*time.Second)
+	if n := calls(t, srv)["publish"] - before["publish"]; n != 1 {
+		t.Errorf("%d unlock messages, want 1: no handoff without the count", n)
+	}
+	release(t, second)
+}

@@ -23,8 +23,8 @@ const (
 	spublishCall = "redis.pcall('spublish', "
 	// A script that counts a channel's subscribers (lock_handoff) counts
 	// the sharded ones in its sharded form.
-	numsubCall      = "redis.call('pubsub', 'numsub', "
-	shardnumsubCall = "redis.call('pubsub', 'shardnumsub', "
+	numsubCall      = "redis.pcall('pubsub', 'numsub', "
+	shardnumsubCall = "redis.pcall('pubsub', 'shardnumsub', "
 )
 
 // luaScript is one script of package script in the two forms leasehold runs:

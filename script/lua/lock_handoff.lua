@@ -8,7 +8,7 @@
 --
 -- The releasing client is subscribed to the channel (its waiter is), so the
 -- channel's count of subscribed connections is 1 when it alone listens.
--- Everything that can fail comes before the first write (the HDEL): the
+-- Everything that can fail comes before the first write (the DEL): the
 -- type of NAME (HEXISTS), the fencing counter, read with pcall: one that a
 -- draw could not raise at once (of another type, not a plain counter below
 -- 10^18) makes no handoff, and the release goes on as lock_release's.
@@ -36,7 +36,9 @@ if redis.call('hlen', KEYS[1]) > 1 then
   redis.call('hdel', KEYS[1], ARGV[3])
   return 0
 end
-local listeners = redis.call('pubsub', 'numsub', KEYS[2])[2]
+-- A count refused (an ACL without PUBSUB NUMSUB) counts as another listening.
+local count = redis.pcall('pubsub', 'numsub', KEYS[2])
+local listeners = count.err and 2 or count[2]
 local counter = redis.pcall('get', KEYS[3])
 local plain = counter == false or (type(counter) == 'string' and #counter < 19 and string.match(counter, '^%d+$'))
 redis.call('del', KEYS[1])
