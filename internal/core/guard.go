@@ -64,6 +64,11 @@ type guard struct {
 	all     bool                // every key: the cache was flushed
 	arming  []*Hold             // holds taken, not yet read
 	armAt   time.Time           // when the first of arming is due
+	// armer runs armFire when the first of arming or watching is due: a
+	// timer of its own, so that taking a hold wakes no goroutine (most are
+	// given back before it fires, and it finds nothing to read).
+	armer    *time.Timer
+	armerSet bool // armer is scheduled
 	// watching are waiters' lock keys to read once watchAt has passed,
 	// watchDue those to read next round (see watch).
 	watching map[string]struct{}
@@ -83,6 +88,8 @@ func newGuard(rc rueidis.Client, warn func(error), hint func([]string)) *guard {
 		keys: make(map[string][]*Hold), pending: make(map[string]struct{}), watching: make(map[string]struct{}),
 		watchDue: make(map[string]struct{})}
 	g.t = newTracking(rc, g.onInvalidations)
+	g.armer = time.AfterFunc(time.Hour, g.armFire)
+	g.armer.Stop()
 	pctx, cancel := context.WithTimeout(ctx, confirmTimeout)
 	err := g.t.probe(pctx)
 	cancel()
@@ -153,15 +160,12 @@ func (g *guard) watch(key string) {
 		return
 	}
 	g.mu.Lock()
-	first := len(g.watching) == 0
-	if first {
+	if len(g.watching) == 0 {
 		g.watchAt = time.Now().Add(armDelay)
+		g.schedule(armDelay)
 	}
 	g.watching[key] = struct{}{}
 	g.mu.Unlock()
-	if first {
-		g.notify() // the arming timer is set for the first of a batch
-	}
 }
 
 // watched takes the waiters' keys to read this round.
@@ -195,15 +199,41 @@ func (g *guard) add(h *Hold) {
 	}
 	h.guardAt = len(hs)
 	g.keys[key] = append(hs, h)
-	first := len(g.arming) == 0
-	if first {
+	if len(g.arming) == 0 {
+		// The arming timer is set for the first of a batch: the others
+		// are read with it.
 		g.armAt = time.Now().Add(armDelay)
+		g.schedule(armDelay)
 	}
 	g.arming = append(g.arming, h)
 	g.mu.Unlock()
-	if first {
-		// The arming timer is set for the first of a batch: the others
-		// are read with it.
+}
+
+// schedule has armFire run in d, unless it is to run already (sooner: every
+// batch waits armDelay from its first). Called with g.mu held.
+func (g *guard) schedule(d time.Duration) {
+	if !g.armerSet {
+		g.armerSet = true
+		g.armer.Reset(d)
+	}
+}
+
+// armFire marks what is due for the next round (armDue), schedules itself
+// for what is not due yet, and wakes the guard's goroutine if a read is due.
+func (g *guard) armFire() {
+	g.mu.Lock()
+	if g.ctx.Err() != nil {
+		g.mu.Unlock()
+		return // closed: close stopped it
+	}
+	g.armerSet = false
+	g.armDue()
+	if d, ok := g.nextArm(); ok {
+		g.schedule(d)
+	}
+	due := len(g.pending) > 0 || len(g.watchDue) > 0
+	g.mu.Unlock()
+	if due {
 		g.notify()
 	}
 }
@@ -319,6 +349,10 @@ func (g *guard) close() {
 	}
 	g.stop()
 	<-g.done
+	g.mu.Lock()
+	g.armer.Stop()
+	g.armerSet = true // never again
+	g.mu.Unlock()
 	g.t.close()
 }
 
@@ -327,9 +361,6 @@ func (g *guard) run() {
 	again := time.NewTimer(time.Hour)
 	again.Stop()
 	defer again.Stop()
-	arm := time.NewTimer(time.Hour)
-	arm.Stop()
-	defer arm.Stop()
 	b := retry.Backoff(10*time.Millisecond, time.Second)
 	for {
 		select {
@@ -337,11 +368,6 @@ func (g *guard) run() {
 			return
 		case <-g.wake:
 		case <-again.C:
-		case <-arm.C:
-			g.armDue()
-		}
-		if d, ok := g.nextArm(); ok {
-			arm.Reset(d)
 		}
 		switch failed := g.round(); {
 		case failed:
@@ -356,10 +382,8 @@ func (g *guard) run() {
 }
 
 // nextArm is how long until the holds taken are due to be read, if any are
-// waiting.
+// waiting. Called with g.mu held.
 func (g *guard) nextArm() (time.Duration, bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	var at time.Time
 	switch {
 	case len(g.arming) > 0 && len(g.watching) > 0:
@@ -379,10 +403,8 @@ func (g *guard) nextArm() (time.Duration, bool) {
 
 // armDue marks the keys of the holds taken since the last arming, and still
 // guarded, for the next round, once the first of them is armDelay old; and
-// the waiters' keys, once the first of them is.
+// the waiters' keys, once the first of them is. Called with g.mu held.
 func (g *guard) armDue() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	now := time.Now()
 	if len(g.watching) > 0 && !now.Before(g.watchAt) {
 		for key := range g.watching {
