@@ -1,10 +1,8 @@
 package leasehold_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -456,7 +454,7 @@ func TestReadOnlyAfterFailoverIsAPause(t *testing.T) {
 	if err := srv.Do("REPLICAOF", "127.0.0.1", strconv.Itoa(other.Port())).Error(); err != nil {
 		t.Fatal(err)
 	}
-	before := ownGoroutines()
+	before := locktest.Goroutines()
 	actx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	got := make(chan error, 1)
@@ -471,7 +469,7 @@ func TestReadOnlyAfterFailoverIsAPause(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	// The waiter itself and its subscription; before the change every
 	// attempt left a clean-up goroutine retrying for the lease (30s).
-	if n := ownGoroutines(); n > before+4 {
+	if n := locktest.Goroutines(); n > before+4 {
 		t.Errorf("%d goroutines while READONLY is waited out, %d before", n, before)
 	}
 	if err := srv.Do("REPLICAOF", "NO", "ONE").Error(); err != nil {
@@ -480,20 +478,4 @@ func TestReadOnlyAfterFailoverIsAPause(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatalf("Acquire across READONLY: %v", err)
 	}
-}
-
-// ownGoroutines counts the process' goroutines less the writer and reader of
-// rueidis' pipelined mode, which rueidis starts for good on a connection once
-// it has concurrent or cancellable work (a connection in its direct mode has
-// none): their coming is no goroutine left behind.
-func ownGoroutines() int {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	n := 0
-	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
-		if !bytes.Contains(g, []byte("rueidis.(*pipe)._background")) {
-			n++
-		}
-	}
-	return n
 }

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/harness/locktest"
 	"github.com/leasehold/leasehold/internal/harness/redistest"
+	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rlock"
 )
 
@@ -30,6 +32,20 @@ func calls(t *testing.T, srv *redistest.Server) map[string]int64 {
 	return n
 }
 
+// heldAndAwaited takes l, then starts a waiter on it on the same Client c,
+// and returns once that waiter waits, subscribed and past its try on Ready.
+func heldAndAwaited(t *testing.T, ctx context.Context, c *leasehold.Client, l *rlock.Lock) (*lease.Lease, *lease.Future) {
+	t.Helper()
+	first := mustAcquire(t, l, ctx)
+	f := l.AcquireAsync(ctx)
+	eventually(t, 5*time.Second, "waiter subscribed", func() bool {
+		s := c.Stats()
+		return s.Waiters == 1 && s.Subscriptions == 1
+	})
+	time.Sleep(100 * time.Millisecond) // past the waiter's try on Ready
+	return first, f
+}
+
 // A release with a waiter of the same Client, and nobody else listening,
 // passes the lock to it in one script (lock_handoff): no unlock message, no
 // acquire by the waiter. Its token is above the releaser's.
@@ -38,13 +54,7 @@ func TestHandoffInOneScript(t *testing.T) {
 	c := open(t, srv)
 	ctx := ctxTimeout(t, 20*time.Second)
 	l := rlock.New(c, "passed")
-	first := mustAcquire(t, l, ctx)
-	f := l.AcquireAsync(ctx)
-	eventually(t, 5*time.Second, "waiter subscribed", func() bool {
-		s := c.Stats()
-		return s.Waiters == 1 && s.Subscriptions == 1
-	})
-	time.Sleep(100 * time.Millisecond) // past the waiter's try on Ready
+	first, f := heldAndAwaited(t, ctx, c, l)
 	before := calls(t, srv)
 	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -152,13 +162,7 @@ func TestHandoffRefusedCount(t *testing.T) {
 	c := locktest.OpenDenied(t, srv, "pubsub")
 	ctx := ctxTimeout(t, 20*time.Second)
 	l := rlock.New(c, "counted")
-	first := mustAcquire(t, l, ctx)
-	f := l.AcquireAsync(ctx)
-	eventually(t, 5*time.Second, "waiter subscribed", func() bool {
-		s := c.Stats()
-		return s.Waiters == 1 && s.Subscriptions == 1
-	})
-	time.Sleep(100 * time.Millisecond) // past the waiter's try on Ready
+	first, f := heldAndAwaited(t, ctx, c, l)
 	before := calls(t, srv)
 	if err := first.Release(ctx); err != nil {
 		t.Fatalf("Release: %v", err)

@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -24,6 +22,7 @@ import (
 	"github.com/leasehold/leasehold/election"
 	"github.com/leasehold/leasehold/fairqueue"
 	"github.com/leasehold/leasehold/internal/core"
+	"github.com/leasehold/leasehold/internal/harness/locktest"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/quorum"
 	"github.com/leasehold/leasehold/rlock"
@@ -404,29 +403,11 @@ func (w *goroutine) pause(d time.Duration) {
 	}
 }
 
-// goroutines is how many goroutines the process runs, less the writer and
-// reader of rueidis' pipelined mode: rueidis starts them when a connection
-// first has concurrent or cancellable work and keeps them for the
-// connection's life, while a connection in its direct mode has none, so a
-// partition that switches a connection over leaves two more behind that no
-// one leaked.
-func goroutines() int {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	n := 0
-	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
-		if !bytes.Contains(g, []byte("rueidis.(*pipe)._background")) {
-			n++
-		}
-	}
-	return n
-}
-
 // section runs one critical section under ls and records it.
 func (w *goroutine) section(ls *lease.Lease) {
 	w.sections++
 	s := &Section{Holder: w.holder, ID: w.holder + "#" + strconv.Itoa(w.sections), Owner: ls.Owner(), Token: ls.Token(), Enter: Now(),
-		Goroutines: goroutines()}
+		Goroutines: locktest.Goroutines()}
 	// The lease's context is cancelled first thing when it is lost (before
 	// Lost closes), and on release: the time it ends, if lost, is when the
 	// holder can first know.

@@ -6,6 +6,7 @@
 package locktest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -365,4 +366,20 @@ func JavaUnlock(tb testing.TB, rc rueidis.Client, name string) {
 	if err := redistest.RedissonUnlock(context.Background(), rc, name, "publish"); err != nil {
 		tb.Fatalf("Redisson unlock script: %v", err)
 	}
+}
+
+// Goroutines counts the process' goroutines less the writer and reader of
+// rueidis' pipelined mode, which rueidis starts for good on a connection
+// once it has concurrent or cancellable work (a connection in its direct
+// mode has none): their coming is no goroutine left behind.
+func Goroutines() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
+		if !bytes.Contains(g, []byte("rueidis.(*pipe)._background")) {
+			n++
+		}
+	}
+	return n
 }
