@@ -18,7 +18,6 @@
 -- Calls: free lock 5, free lock new counter 6, re-entry 6, held by another 3
 --!include reply
 --!include token
---!include hold
 if redis.call('exists', KEYS[1]) == 0 then
   local token, err = token_draw(KEYS[2], ARGV[1])
   if not token then
@@ -32,6 +31,9 @@ local held = redis.call('hget', KEYS[1], ARGV[2])
 if not held then
   return reply(0, redis.call('pttl', KEYS[1]))
 end
+-- Defined here, past the free lock's return: a run defines no function it
+-- does not call.
+--!include hold
 local err = hold_check(KEYS[1], ARGV[2], held)
 local token
 if not err then
