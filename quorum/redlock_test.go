@@ -67,10 +67,13 @@ func TestRedLockKilledNodes(t *testing.T) {
 	if el := time.Since(start); el > 3*time.Second {
 		t.Fatalf("Acquire with a 1s ctx took %v", el)
 	}
+	// A member's attempt that its NodeTimeout cut short may have taken its
+	// lock: the member's engine gives it back in the background (a loaded
+	// machine makes that likely), so the live nodes are free soon, not at
+	// once: within half the 600ms lease, before a lock left behind would
+	// have run out by itself.
 	for _, s := range srvs[3:] {
-		if exists(t, s, "svc") {
-			t.Fatal("failed attempts left a live node locked")
-		}
+		eventually(t, watchdog/2, "failed attempts leave no live node locked", func() bool { return !exists(t, s, "svc") })
 	}
 
 	for _, s := range srvs[:3] {
