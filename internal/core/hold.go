@@ -454,7 +454,7 @@ func (h *Hold) release(ctx context.Context) error {
 	if err = rctx.Err(); err == nil {
 		err = h.releaseRetrying(rctx, last)
 	}
-	if err != nil && retry.Transient(err) && !h.beforeDeadline() && !h.deadline0() {
+	if err != nil && retry.Transient(err) && h.pastDeadline() {
 		// The local deadline passed while Redis did not answer: the hold
 		// is lost now, as its timer is about to say.
 		h.expire()
@@ -815,11 +815,12 @@ func (h *Hold) keep() time.Duration {
 	return h.cfg.HoldAtLeast - time.Since(h.cfg.Won)
 }
 
-// deadline0 reports whether the hold has no local deadline yet.
-func (h *Hold) deadline0() bool {
+// pastDeadline reports whether the hold's local deadline is known and
+// passed.
+func (h *Hold) pastDeadline() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.deadline.IsZero()
+	return !h.deadline.IsZero() && !time.Now().Before(h.deadline)
 }
 
 // beforeDeadline reports whether the hold's local deadline is known and not
