@@ -8,10 +8,14 @@
 --
 -- The releasing client is subscribed to the channel (its waiter is), so the
 -- channel's count of subscribed connections is 1 when it alone listens.
--- Everything that can fail comes before the first write (the DEL): the
--- type of NAME (HEXISTS), the fencing counter, read with pcall: one that a
--- draw could not raise at once (of another type, not a plain counter below
--- 10^18) makes no handoff, and the release goes on as lock_release's.
+-- It releases as lock_release releases every hold (HDEL, EXISTS), and only
+-- then, the lock freed, reads whether it may pass it. Nothing after that
+-- first write can fail: the count and the fencing counter's INCR are made
+-- with pcall, and a refusal of either (an ACL without PUBSUB NUMSUB, a
+-- counter of another type or not an integer) makes no handoff, the release
+-- going on as lock_release's; a token drawn for a handoff not made is
+-- skipped, which a fencing token may be. Redis refuses a script for memory
+-- at its first write alone.
 --
 -- KEYS[1]  NAME
 -- KEYS[2]  redisson_lock__channel:{NAME}
@@ -26,27 +30,23 @@
 -- message published), 0 when another owner still holds it, -1 when OWNER
 -- did not hold it.
 --
--- Calls: not held 1, passed 9, passed new counter 10, another listens 6, another holds 3
+-- Calls: not held 1, passed 7, passed new counter 8, another listens 4, another holds 2
 --!include reply
 --!include token
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+if redis.call('hdel', KEYS[1], ARGV[3]) == 0 then
   return -1
 end
-if redis.call('hlen', KEYS[1]) > 1 then
-  redis.call('hdel', KEYS[1], ARGV[3])
+-- An emptied hash is gone; another field would be a foreign owner's.
+if redis.call('exists', KEYS[1]) == 1 then
   return 0
 end
--- A count refused (an ACL without PUBSUB NUMSUB) counts as another listening.
 local count = redis.pcall('pubsub', 'numsub', KEYS[2])
-local listeners = count.err and 2 or count[2]
-local counter = redis.pcall('get', KEYS[3])
-local plain = counter == false or (type(counter) == 'string' and #counter < 19 and string.match(counter, '^%d+$'))
-redis.call('del', KEYS[1])
-if listeners > 1 or not plain then
+local n = not count.err and count[2] < 2 and redis.pcall('incr', KEYS[3])
+if type(n) ~= 'number' then
   redis.pcall('publish', KEYS[2], ARGV[1])
   return 1
 end
-local token = token_draw(KEYS[3], ARGV[2])
+local token = token_next(KEYS[3], n, ARGV[2])
 redis.call('hset', KEYS[1], ARGV[4], 1)
 redis.call('pexpire', KEYS[1], ARGV[2])
 return reply(2, token)

@@ -34,6 +34,8 @@
 -- each is a closure Lua makes, and collects, per run. So the hot path is
 -- token_draw alone, and what a counter INCR refuses needs (decimal
 -- arithmetic, the error messages) is made inside token_odd, only when it runs.
+-- token_next, the draw's second half, is a function of its own for a script
+-- that INCRs the counter itself (see below).
 --
 -- Needs in scope: nothing but redis; the key is a parameter.
 
@@ -85,16 +87,13 @@ local function token_odd(key, cur, lease, t)
   return set
 end
 
-local function token_draw(key, lease, t)
-  local n = redis.pcall('incr', key)
-  if type(n) == 'table' then
-    if not (string.find(n.err, 'not an integer', 1, true) or string.find(n.err, 'overflow', 1, true)) then
-      -- Refused for what it is, not for the value (WRONGTYPE, OOM,
-      -- READONLY, an ACL): raised again by redis.call, as Redis words it.
-      redis.call('incr', key)
-    end
-    return token_odd(key, redis.call('get', key), lease, t)
-  end
+-- token_next(key, n, lease, t) returns the token of a draw whose INCR of
+-- key returned n, a number, as a decimal string: the clock's floor for a
+-- counter that no draw from the clock left (n below 10^15), set with lease,
+-- else n, the counter's TTL set to lease. Its writes cannot fail: a script
+-- that has INCRed the counter by pcall itself (lock_handoff, which makes no
+-- handoff when INCR refuses) calls it after its own first write.
+local function token_next(key, n, lease, t)
   if n < 1e15 then
     -- TIME in µs, as a decimal string.
     t = t or redis.call('time')
@@ -108,4 +107,17 @@ local function token_draw(key, lease, t)
     return redis.call('get', key)
   end
   return string.format('%d', n)
+end
+
+local function token_draw(key, lease, t)
+  local n = redis.pcall('incr', key)
+  if type(n) == 'table' then
+    if not (string.find(n.err, 'not an integer', 1, true) or string.find(n.err, 'overflow', 1, true)) then
+      -- Refused for what it is, not for the value (WRONGTYPE, OOM,
+      -- READONLY, an ACL): raised again by redis.call, as Redis words it.
+      redis.call('incr', key)
+    end
+    return token_odd(key, redis.call('get', key), lease, t)
+  end
+  return token_next(key, n, lease, t)
 end
