@@ -173,3 +173,39 @@ func TestHandoffRefusedCount(t *testing.T) {
 	}
 	release(t, second)
 }
+
+// An Acquire on a lock that goroutines of its Client already wait for makes
+// no attempt: the lock is held, or one of them has been woken to take it. It
+// waits behind them, and the lock comes to the Client's waiters in the order
+// they came, the releases within the Client passing it on.
+func TestAcquireWaitsBehindItsClientsWaiters(t *testing.T) {
+	srv := redistest.Start(t)
+	local, remote := open(t, srv), open(t, srv)
+	ctx := ctxTimeout(t, 20*time.Second)
+	held := mustAcquire(t, rlock.New(remote, "queued"), ctx)
+	l := rlock.New(local, "queued")
+	first := l.AcquireAsync(ctx)
+	eventually(t, 5*time.Second, "first waiter subscribed", func() bool {
+		s := local.Stats()
+		return s.Waiters == 1 && s.Subscriptions == 1
+	})
+	time.Sleep(100 * time.Millisecond) // past its try on Ready
+	before := calls(t, srv)
+	second := l.AcquireAsync(ctx)
+	eventually(t, 5*time.Second, "second waiter waiting", func() bool { return local.Stats().Waiters == 2 })
+	time.Sleep(100 * time.Millisecond) // time for an attempt it should not make
+	// lock_acquire on a lock held by another reads its PTTL; nothing else
+	// running here does (the remote hold's renewal, were it due, does not).
+	if n := calls(t, srv)["pttl"] - before["pttl"]; n != 0 {
+		t.Errorf("%d attempts by the second waiter, want none", n)
+	}
+	release(t, held)
+	a := locktest.Result(t, first, 5*time.Second)
+	select {
+	case <-second.Done():
+		t.Fatal("the second waiter got the lock while the first held it")
+	case <-time.After(100 * time.Millisecond):
+	}
+	release(t, a)
+	release(t, locktest.Result(t, second, 5*time.Second))
+}

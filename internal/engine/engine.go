@@ -218,10 +218,13 @@ func (e *Engine) acquire(c *call) (*lease.Lease, error) {
 		// Taken before the attempt: a release after it is either heard by
 		// then or wakes the waiter registered below (see wait).
 		mark = e.watch.Mark(e.channel(owner))
-		if e.pass != nil && e.pass.Held() {
+		if e.pass != nil && (e.pass.Held() || mark.Queued()) {
 			// A hold of this lock on this Client: the attempt would fail.
 			// Its release passes the lock to a waiter or publishes, and
 			// a release since the mark makes the waiter try on Ready.
+			// Waiters of this Client on it: the lock is held, or one of
+			// them has been woken to take it; this Acquire waits behind
+			// them, woken in its turn, rather than try past them.
 			return e.wait(c, owner, mark, lua.Grant{}, nil)
 		}
 	}

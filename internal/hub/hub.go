@@ -210,7 +210,12 @@ func (h *Hub) Watch(channel, key string, opts ...WatchOption) (*Waiter, error) {
 type Mark struct {
 	t      *topic
 	events uint64
+	queued bool
 }
+
+// Queued reports whether the channel had waiters of this Client when m was
+// taken.
+func (m Mark) Queued() bool { return m.queued }
 
 // Mark returns the channel's mark: the zero Mark when the channel is not
 // subscribed yet, with which Missed always reports true.
@@ -223,7 +228,7 @@ func (h *Hub) Mark(channel string) Mark {
 	}
 	select {
 	case <-t.ready:
-		return Mark{t: t, events: t.events}
+		return Mark{t: t, events: t.events, queued: len(t.waiters) > 0}
 	default:
 		return Mark{}
 	}
