@@ -299,7 +299,7 @@ func targets(w io.Writer, rs *Results, libs []string) {
 		if cost {
 			cmp, met = "<=", v <= bound
 		}
-		add("%s: %.2fx %s (target %s %.1fx): %s", what, v, peer, cmp, bound, map[bool]string{true: "met", false: "not met"}[met])
+		add("%s: %.2fx %s (target %s %gx): %s", what, v, peer, cmp, bound, map[bool]string{true: "met", false: "not met"}[met])
 	}
 	// The leasehold row is the Client users make (Open); leasehold-new is
 	// New's, the one it is held against.
