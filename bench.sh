@@ -50,9 +50,16 @@ mkdir -p bench
 # -scale here reaches FairWaiters alone (its 5,000-waiter points).
 # HOLD is the work inside the critical section in Contended and ContendedClients (0: a
 # handoff's own cost alone; the benchmark's default is 250µs).
-scenarios='^Benchmark(Uncontended|ParallelDistinct|ClusterDistinct|Contended|ContendedClients|ManyWaiters|Renewal|Network|FairWaiters|RoundTrip)$'
-go -C bench test -run '^$' -bench "$scenarios" -benchtime "$BENCHTIME" -count "$COUNT" -timeout 120m . \
-  -bench.kinds="$KINDS" -bench.variants="$VARIANTS" -scale="$SCALE" -contended.hold="${HOLD:-0}" | tee bench/latest.txt
+# The scenarios that compare libraries run with -rounds: every library once per round,
+# COUNT rounds, so that two libraries' runs are never minutes apart (go test's -count
+# would run one library COUNT times before the next); the sed names a round's results
+# as its benchmark's (NAME#01 as NAME), for benchstat. The others run with -count.
+scenarios='^Benchmark(Uncontended|ParallelDistinct|ClusterDistinct|Contended|ContendedClients|ManyWaiters|Renewal|Network)$'
+go -C bench test -run '^$' -bench "$scenarios" -benchtime "$BENCHTIME" -count 1 -rounds "$COUNT" -timeout 120m . \
+  -bench.kinds="$KINDS" -bench.variants="$VARIANTS" -scale="$SCALE" -contended.hold="${HOLD:-0}" |
+  sed -E 's/^(Benchmark[^[:space:]]*)#[0-9]+/\1/' | tee bench/latest.txt
+go -C bench test -run '^$' -bench '^Benchmark(FairWaiters|RoundTrip)$' -benchtime "$BENCHTIME" -count "$COUNT" -timeout 120m . \
+  -scale="$SCALE" | tee -a bench/latest.txt
 
 # 2. The baseline: redis-benchmark pipelining the same lock scripts
 # (-c 32 -P 16) against a redis-server of its own. An op is an acquire and a

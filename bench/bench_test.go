@@ -456,6 +456,24 @@ func renewLoop(ttl time.Duration, extend, release func()) func() {
 	return func() { close(stop); <-done; release() }
 }
 
+// rounds is how many times each scenario runs every library, the libraries
+// one after the other in each round, so that a ratio between two libraries
+// is of runs minutes apart at most, whatever the machine's speed does
+// meanwhile. go test's -count runs one library its count times in a row
+// before the next: bench.sh runs -count 1 -rounds COUNT. The rounds after
+// the first are named NAME#01, NAME#02 (go test's names for a repeated
+// sub-benchmark), which bench.sh and benchchart read as NAME.
+var benchRounds = flag.Int("rounds", 1, "run each scenario's libraries this many times, alternating")
+
+// inRounds runs one round of every library of libs, -rounds times.
+func inRounds(b *testing.B, libs []libMaker, run func(m libMaker)) {
+	for range max(*benchRounds, 1) {
+		for _, m := range libs {
+			run(m)
+		}
+	}
+}
+
 // each runs bench for every library of libs against one fresh redis-server.
 func each(b *testing.B, ttl time.Duration, libs []libMaker, bench func(b *testing.B, srv *redistest.Server, lib library)) {
 	srv := redistest.Start(b)
@@ -466,14 +484,14 @@ func each(b *testing.B, ttl time.Duration, libs []libMaker, bench func(b *testin
 // client of its own dialling addr (srv's, or a proxy's in front of it), srv
 // flushed.
 func eachOn(b *testing.B, srv *redistest.Server, addr string, ttl time.Duration, libs []libMaker, bench func(b *testing.B, lib library)) {
-	for _, m := range libs {
+	inRounds(b, libs, func(m libMaker) {
 		b.Run(m.name, func(b *testing.B) {
 			srv.Do("FLUSHALL")
 			lib := m.make(b, addr, ttl)
 			defer lib.close()
 			bench(b, lib)
 		})
-	}
+	})
 }
 
 // 1. Uncontended: one goroutine takes and frees one lock.
@@ -591,7 +609,7 @@ func contended(b *testing.B, lib library) {
 func BenchmarkClusterDistinct(b *testing.B) {
 	cl := redistest.StartCluster(b, 3)
 	masters := cl.Primaries()
-	for _, m := range []libMaker{{name: "leasehold", make: newLeaseholdCluster(cl)}, {name: "rueidislock", make: newRueidislockCluster(cl)}} {
+	inRounds(b, []libMaker{{name: "leasehold", make: newLeaseholdCluster(cl)}, {name: "rueidislock", make: newRueidislockCluster(cl)}}, func(m libMaker) {
 		b.Run(m.name, func(b *testing.B) {
 			for _, p := range masters {
 				p.Do("FLUSHALL")
@@ -649,7 +667,7 @@ func BenchmarkClusterDistinct(b *testing.B) {
 				b.ReportMetric(float64(u)/float64(max(total, 1)), fmt.Sprintf("share-%d", i+1))
 			}
 		})
-	}
+	})
 }
 
 // newLeaseholdCluster makes leasehold runners on cl: Open with cl's options.
@@ -673,7 +691,7 @@ func newRueidislockCluster(cl *redistest.Cluster) func(tb testing.TB, _ string, 
 func BenchmarkContendedClients(b *testing.B) {
 	const clients, each = 3, 5
 	srv := redistest.Start(b)
-	for _, m := range scenarioLibs(true) {
+	inRounds(b, scenarioLibs(true), func(m libMaker) {
 		b.Run(m.name, func(b *testing.B) {
 			srv.Do("FLUSHALL")
 			libs := make([]library, clients)
@@ -696,7 +714,7 @@ func BenchmarkContendedClients(b *testing.B) {
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "handoffs/s")
 			b.ReportMetric(float64(rounds()-before)/float64(b.N), "roundtrips/handoff")
 		})
-	}
+	})
 }
 
 // percentiles reports the p50 and p99 of lat, in µs; nothing when it is empty.
@@ -732,7 +750,7 @@ func heapInUse() uint64 {
 func BenchmarkManyWaiters(b *testing.B) {
 	const names, waiters = 1000, 10000
 	srv := redistest.Start(b)
-	for _, m := range libraries {
+	inRounds(b, libraries, func(m libMaker) {
 		b.Run(m.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				srv.Do("FLUSHALL")
@@ -788,7 +806,7 @@ func BenchmarkManyWaiters(b *testing.B) {
 				holder.close()
 			}
 		})
-	}
+	})
 }
 
 func cpuTime() time.Duration {
@@ -1020,7 +1038,9 @@ func BenchmarkNetwork(b *testing.B) {
 			// again for each b.N it tries, and its Cleanups after each run.
 			p := redistest.NewProxy(b, srv.Addr())
 			p.Delay(delay.d)
-			b.Run("ping", func(b *testing.B) { ping(b, p.Addr()) })
+			for range max(*benchRounds, 1) {
+				b.Run("ping", func(b *testing.B) { ping(b, p.Addr()) })
+			}
 			for _, sc := range []struct {
 				name string
 				run  func(b *testing.B, lib library)

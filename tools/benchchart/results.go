@@ -75,7 +75,21 @@ func parseLine(line string) (name string, vals []measure, ok bool, err error) {
 		}
 		vals = append(vals, measure{v, f[i+1]})
 	}
-	return trimProcs(f[0]), vals, true, nil
+	return trimRound(trimProcs(f[0])), vals, true, nil
+}
+
+// trimRound drops the #NN that go test appends to a sub-benchmark run again
+// under the same name (the bench module's -rounds): every round is a run of
+// one benchmark.
+func trimRound(name string) string {
+	i := strings.LastIndexByte(name, '#')
+	if i < 0 || i == len(name)-1 {
+		return name
+	}
+	if _, err := strconv.Atoi(name[i+1:]); err != nil {
+		return name
+	}
+	return name[:i]
 }
 
 // trimProcs drops the -N that go test appends to a name when GOMAXPROCS is

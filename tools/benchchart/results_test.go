@@ -26,6 +26,10 @@ func TestParseLine(t *testing.T) {
 			give: "BenchmarkX/goroutines=16-128 10 5 ns/op",
 			name: "BenchmarkX/goroutines=16", vals: []measure{{5, "ns/op"}}, ok: true,
 		},
+		{
+			give: "BenchmarkContended/leasehold#04-2 700 1336000 ns/op",
+			name: "BenchmarkContended/leasehold", vals: []measure{{1336000, "ns/op"}}, ok: true,
+		},
 		{give: "BenchmarkScaleWaiters/waiters=100"}, // printed before a benchmark's log
 		{give: "BenchmarkX 10 5"},                   // a value without its unit
 		{give: "BenchmarkX logged: 10 ns/op"},       // no iteration count
