@@ -78,24 +78,19 @@ func parseLine(line string) (name string, vals []measure, ok bool, err error) {
 	return trimRound(trimProcs(f[0])), vals, true, nil
 }
 
+// trimProcs drops the -N that go test appends to a name when GOMAXPROCS is
+// not 1.
+func trimProcs(name string) string { return trimNumber(name, '-') }
+
 // trimRound drops the #NN that go test appends to a sub-benchmark run again
 // under the same name (the bench module's -rounds): every round is a run of
 // one benchmark.
-func trimRound(name string) string {
-	i := strings.LastIndexByte(name, '#')
-	if i < 0 || i == len(name)-1 {
-		return name
-	}
-	if _, err := strconv.Atoi(name[i+1:]); err != nil {
-		return name
-	}
-	return name[:i]
-}
+func trimRound(name string) string { return trimNumber(name, '#') }
 
-// trimProcs drops the -N that go test appends to a name when GOMAXPROCS is
-// not 1.
-func trimProcs(name string) string {
-	i := strings.LastIndexByte(name, '-')
+// trimNumber drops the last sep of name and the number after it, if a
+// number follows it.
+func trimNumber(name string, sep byte) string {
+	i := strings.LastIndexByte(name, sep)
 	if i < 0 || i == len(name)-1 {
 		return name
 	}
