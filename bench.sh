@@ -67,7 +67,7 @@ go -C bench test -run '^$' -bench '^Benchmark(FairWaiters|RoundTrip)$' -benchtim
 # run, so each is run on its own and ops/s = 1 / (1/acquire/s + 1/release/s):
 #   - acquire: lock_acquire on fresh names, the fencing counter present (as
 #     for a name locked before);
-#   - release: lock_release (every hold, as a last release does) on random
+#   - release: lock_release_all (every hold, as a last release does) on random
 #     names among 10N held ones, so that most free a held lock: "freed" is
 #     the share that did (the rest repeat a name, and find it free).
 # The scripts are taken as Redis runs them, their includes spliced in.
@@ -78,7 +78,7 @@ trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$scr
 go -C bench test -count=1 -run '^TestWriteLockScripts$' . -baseline.scripts "$scripts" >/dev/null
 sleep 0.3
 acquire=$(redis-cli -p "$port" SCRIPT LOAD "$(cat "$scripts/lock_acquire.lua")")
-release=$(redis-cli -p "$port" SCRIPT LOAD "$(cat "$scripts/lock_release.lua")")
+release=$(redis-cli -p "$port" SCRIPT LOAD "$(cat "$scripts/lock_release_all.lua")")
 owner=8d2a3f6e-5b1c-4f7e-9a0b-1c2d3e4f5a6b:1 # CLIENT_ID:LEASE_ID, as leasehold's
 n=${BASELINE_N:-200000}
 held=$((10 * n))
@@ -94,8 +94,7 @@ for _ in $(seq "$COUNT"); do
   redis-cli -p "$port" EVAL "for i = 0, tonumber(ARGV[1]) - 1 do redis.call('hset', string.format('lock:%012d', i), ARGV[2], 1) end" \
     0 "$held" "$owner" >/dev/null
   before=$(redis-cli -p "$port" DBSIZE)
-  r=$(rps -r "$held" EVALSHA "$release" 3 'lock:__rand_int__' 'redisson_lock__channel:{bench}' 'redisson_unlock_latch:{bench}:0' \
-    0 30000 "$owner" 5000 1)
+  r=$(rps -r "$held" EVALSHA "$release" 2 'lock:__rand_int__' 'redisson_lock__channel:{bench}' 0 "$owner")
   after=$(redis-cli -p "$port" DBSIZE)
   awk -v n="$n" -v a="$a" -v r="$r" -v freed="$((before - after))" 'BEGIN {
     printf "BenchmarkRedisBenchmark/acquire+release %d %.0f ops/s %.0f acquire/s %.0f release/s %.3f freed\n",

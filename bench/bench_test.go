@@ -1464,7 +1464,7 @@ func holdMany(b *testing.B, lib library, n int) {
 }
 
 // scriptsDir is where TestWriteLockScripts writes.
-var scriptsDir = flag.String("baseline.scripts", "", "directory where TestWriteLockScripts writes lock_acquire.lua and lock_release.lua")
+var scriptsDir = flag.String("baseline.scripts", "", "directory where TestWriteLockScripts writes lock_acquire.lua and lock_release_all.lua")
 
 // TestWriteLockScripts writes the lock scripts as Redis runs them, with
 // their includes spliced in, for bench.sh's redis-benchmark baseline:
@@ -1476,7 +1476,7 @@ func TestWriteLockScripts(t *testing.T) {
 	if *scriptsDir == "" {
 		t.Skip("no -baseline.scripts directory")
 	}
-	for _, name := range []string{"lock_acquire", "lock_release"} {
+	for _, name := range []string{"lock_acquire", "lock_release_all"} {
 		i := slices.IndexFunc(script.All(), func(s script.Script) bool { return s.Name == name })
 		s, ok := script.Script{}, i >= 0
 		if ok {

@@ -111,6 +111,14 @@ func TestScriptCallsMatchHeaders(t *testing.T) {
 	keep := func(f *Fair, owners ...string) func() error {
 		return func() error { return c.Do(ctx, f.Keep.Call(owners).Cmd(c, false)).Error() }
 	}
+	// releaseAll runs lock_release itself on its release of every hold
+	// without keep, the path Lock.Release gives lock_release_all.
+	releaseAll := func(o string) func() error {
+		return func() error {
+			return lockRelease.exec(ctx, c, []string{name, k.Channel, k.UnlockLatch("r")},
+				[]string{script.UnlockMessage, "60000", o, "60000", "1", "0"}).Error()
+		}
+	}
 	// handoff passes the lock from o to a successor of the same client.
 	handoff := func(l *Lock, o string) func() error {
 		return func() error { _, err := l.ReleaseTo(ctx, c, o, "client:9", "60000"); return err }
@@ -157,15 +165,20 @@ func TestScriptCallsMatchHeaders(t *testing.T) {
 			"held by another":       {with(try(lock, other, true)), try(lock, owner, true)},
 		},
 		"lock_release": {
-			"release all":      {with(try(lock, owner, true)), release(lock, owner, "r", true)},
+			"release all":      {with(try(lock, owner, true)), releaseAll(owner)},
 			"release all kept": {with(try(lock, owner, true)), kept(lock, owner, "r", true)},
-			"not held":         {nil, release(lock, owner, "r", true)},
+			"not held":         {nil, releaseAll(owner)},
 			"one of several holds": {with(try(lock, owner, true), try(lock, owner, true)),
 				release(lock, owner, "r", false)},
 			"last hold":      {with(try(lock, owner, true)), release(lock, owner, "r", false)},
 			"last hold kept": {with(try(lock, owner, true)), kept(lock, owner, "r", false)},
 			"latched": {with(try(lock, owner, true), try(lock, owner, true), release(lock, owner, "r", false)),
 				release(lock, owner, "r", false)},
+		},
+		"lock_release_all": {
+			"release all":   {with(try(lock, owner, true)), release(lock, owner, "r", true)},
+			"not held":      {nil, release(lock, owner, "r", true)},
+			"another holds": {with(try(lock, owner, true), do("HSET", name, other, "1")), release(lock, owner, "r", true)},
 		},
 		"lock_handoff": {
 			"not held":           {nil, handoff(lock, owner)},

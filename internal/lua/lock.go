@@ -16,6 +16,7 @@ import (
 var (
 	lockAcquire      = load("lock_acquire")
 	lockRelease      = load("lock_release")
+	lockReleaseAll   = load("lock_release_all")
 	lockRenew        = load("lock_renew")
 	lockForceRelease = load("lock_force_release")
 	lockHandoff      = load("lock_handoff")
@@ -30,6 +31,7 @@ type Lock struct {
 	acquireKeys  []string // NAME, token
 	renewKeys    []string // NAME
 	handoffKeys  []string // NAME, channel, token
+	freeKeys     []string // NAME, channel
 	lease, latch string   // ms
 }
 
@@ -45,6 +47,7 @@ func NewLock(name string, cfg Config) *Lock {
 		acquireKeys: []string{name, k.Token},
 		renewKeys:   []string{name},
 		handoffKeys: []string{name, k.Channel, k.Token},
+		freeKeys:    []string{name, k.Channel},
 		lease:       Ms(cfg.Lease),
 		latch:       cfg.latchMs(),
 	}
@@ -56,8 +59,12 @@ func (l *Lock) Try(ctx context.Context, c rueidis.Client, owner string, _ bool) 
 }
 
 // Release runs lock_release; with keep, a release that frees the lock
-// leaves it taken by no holder for keep.
+// leaves it taken by no holder for keep. The release of every hold without
+// keep runs lock_release_all, that path of lock_release alone.
 func (l *Lock) Release(ctx context.Context, c rueidis.Client, owner, requestID string, all bool, keep time.Duration) (int64, error) {
+	if all && keep <= 0 {
+		return lockReleaseAll.exec(ctx, c, l.freeKeys, []string{script.UnlockMessage, owner}).AsInt64()
+	}
 	return lockRelease.exec(ctx, c,
 		[]string{l.k.Name, l.k.Channel, l.latchPrefix + requestID},
 		[]string{script.UnlockMessage, l.lease, owner, l.latch, flag(all), keepMs(keep)}).AsInt64()

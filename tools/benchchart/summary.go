@@ -332,7 +332,7 @@ func targets(w io.Writer, rs *Results, libs []string) {
 	if a, ok := med(baseline, "acquire/s"); ok {
 		r, _ := med(baseline, "release/s")
 		f, _ := med(baseline, "freed")
-		add("baseline: redis-benchmark runs lock_acquire at %s/s and lock_release at %s/s (%.0f%% of them freeing a held lock)",
+		add("baseline: redis-benchmark runs lock_acquire at %s/s and lock_release_all at %s/s (%.0f%% of them freeing a held lock)",
 			num(a), num(r), 100*f)
 	}
 	if len(out) == 0 {
