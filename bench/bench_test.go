@@ -462,7 +462,9 @@ func renewLoop(ttl time.Duration, extend, release func()) func() {
 // meanwhile. go test's -count runs one library its count times in a row
 // before the next: bench.sh runs -count 1 -rounds COUNT. The rounds after
 // the first are named NAME#01, NAME#02 (go test's names for a repeated
-// sub-benchmark), which bench.sh and benchchart read as NAME.
+// sub-benchmark), which bench.sh and benchchart read as NAME: a -bench
+// pattern that picks libraries lets them through, as in
+// '^BenchmarkContended$/^(leasehold|rueidislock)(#[0-9]+)?$'.
 var benchRounds = flag.Int("rounds", 1, "run each scenario's libraries this many times, alternating")
 
 // inRounds runs one round of every library of libs, -rounds times.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -749,7 +750,12 @@ func (h *Hold) passOn(ctx context.Context, all bool) (bool, error) {
 	if err == nil && r.Outcome == lua.HandedOff {
 		if !w.Grant(hub.Handoff{Token: r.Token, Sent: sent}) {
 			h.giveBack(successor)
+			return true, nil
 		}
+		// The successor, readied by Grant, runs next on this P: the lock
+		// it holds now waits for no more of this release than its return
+		// (as sync.Mutex hands off to a waiter in starvation mode).
+		runtime.Gosched()
 		return true, nil
 	}
 	if left := !w.Unclaim(); left && retry.Classify(err) == retry.Unknown {
