@@ -13,9 +13,9 @@
 -- first write can fail: the count and the fencing counter's INCR are made
 -- with pcall, and a refusal of either (an ACL without PUBSUB NUMSUB, a
 -- counter of another type or not an integer) makes no handoff, the release
--- going on as lock_release's; a token drawn for a handoff not made is
--- skipped, which a fencing token may be. Redis refuses a script for memory
--- at its first write alone.
+-- going on as lock_release's. The count comes first: a counter INCRed is
+-- always a handoff made, so no token is drawn for nothing. Redis refuses a
+-- script for memory at its first write alone.
 --
 -- KEYS[1]  NAME
 -- KEYS[2]  redisson_lock__channel:{NAME}
