@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/leasehold/leasehold/internal/keyslot"
 )
 
 // recordKey is the key of the last token applied to key, in key's Redis
@@ -12,40 +14,13 @@ import (
 // no hash tag ("a{}b", "a}b") would hash elsewhere either way; its record is
 // leasehold_fence:{TAG}:KEY, TAG the shortest decimal string of KEY's slot.
 func recordKey(key string) string {
-	open := strings.IndexByte(key, '{')
 	switch {
-	case open < 0 && !strings.Contains(key, "}"):
-		return "leasehold_fence:{" + key + "}"
-	case open >= 0 && hasTag(key[open+1:]):
+	case keyslot.Hashed(key) != key: // a hash tag
 		return "leasehold_fence:" + key
+	case !strings.ContainsAny(key, "{}"):
+		return "leasehold_fence:{" + key + "}"
 	}
-	return "leasehold_fence:{" + slotTag(slot(key)) + "}:" + key
-}
-
-// hasTag reports whether rest, what follows a key's first '{', makes a hash
-// tag: a '}' after at least one byte.
-func hasTag(rest string) bool { return strings.IndexByte(rest, '}') > 0 }
-
-// slot is Redis Cluster's slot of key: CRC16 (XMODEM) of its hash tag, or
-// of the whole key, mod 16384.
-func slot(key string) uint16 {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			key = key[open+1 : open+1+end]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc % 16384
+	return "leasehold_fence:{" + slotTag(keyslot.Of(key)) + "}:" + key
 }
 
 // slotTags[s] is the first decimal string in slot s, computed on first use
@@ -54,7 +29,7 @@ var slotTags = sync.OnceValue(func() *[16384]string {
 	var tags [16384]string
 	for i, left := 0, len(tags); left > 0; i++ {
 		s := strconv.Itoa(i)
-		if sl := slot(s); tags[sl] == "" {
+		if sl := keyslot.Of(s); tags[sl] == "" {
 			tags[sl] = s
 			left--
 		}

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 
-	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/core"
 	"github.com/leasehold/leasehold/internal/hub"
+	"github.com/leasehold/leasehold/internal/keyslot"
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/internal/retry"
 	"github.com/leasehold/leasehold/lease"
@@ -125,23 +125,11 @@ func (e *Engine) Check(op string) error {
 // nor for one with a '{' and no tag ("a{b"), since its derived keys keep the
 // name out of braces. Those names work on a single Redis, not on a cluster.
 func oneSlot(name string) bool {
-	tag := hashed(name)
+	tag := keyslot.Hashed(name)
 	// Every derived key is of Token's form (prefix:{NAME}) or Leader's
 	// ({NAME}:suffix), an id appended or not.
 	k := script.KeysOf(name)
-	return hashed(k.Token) == tag && hashed(k.Leader) == tag
-}
-
-// hashed is the part of key that Redis Cluster hashes to find its slot: what
-// the first '{' and the first '}' after it enclose, when that is not empty;
-// else the whole key.
-func hashed(key string) string {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			return key[i+1 : i+1+j]
-		}
-	}
-	return key
+	return keyslot.Hashed(k.Token) == tag && keyslot.Hashed(k.Leader) == tag
 }
 
 // Acquire blocks until the lock is held or ctx is done. On failure it returns
