@@ -1,8 +1,11 @@
 package rlock_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"regexp"
 	"strconv"
 	"sync"
@@ -13,8 +16,10 @@ import (
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/harness/locktest"
 	"github.com/leasehold/leasehold/internal/harness/redistest"
+	"github.com/leasehold/leasehold/internal/hub"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rlock"
+	"github.com/leasehold/leasehold/script"
 )
 
 // calls reads from INFO commandstats how often srv ran each command, by
@@ -77,12 +82,13 @@ func TestHandoffInOneScript(t *testing.T) {
 }
 
 // A waiter elsewhere (another Client, as another process or a Redisson
-// client would be) is never passed over by a handoff: from the moment its
-// subscription stands, releases publish, and it gets the lock while eight
-// goroutines of one Client take and give it back without a pause. The bound
-// is generous for a busy machine; a release that passed the lock inside the
-// churning Client would leave the remote waiter to its TTL timer (30s).
-func TestHandoffNeverPassesOverARemoteWaiter(t *testing.T) {
+// client would be) is passed over by at most hub.PassOver handoffs in a
+// row: then a release publishes, and it competes for the lock. It gets the
+// lock while eight goroutines of one Client take and give it back without a
+// pause. The bound is generous for a busy machine; releases that kept
+// passing the lock inside the churning Client would leave the remote
+// waiter to its TTL timer (30s).
+func TestHandoffPassesOverARemoteWaiterBoundedly(t *testing.T) {
 	srv := redistest.Start(t)
 	local, remote := open(t, srv), open(t, srv)
 	ctx := ctxTimeout(t, 30*time.Second)
@@ -125,6 +131,66 @@ func TestHandoffNeverPassesOverARemoteWaiter(t *testing.T) {
 	release(t, ls)
 }
 
+// While another client listens on the lock's channel (here a connection
+// subscribed to it, as an idle Redisson client's would be), the goroutines
+// of one Client pass the lock among themselves at most hub.PassOver times
+// in a row: every acquisition not passed follows a release that published,
+// so n acquisitions take at least n/(PassOver+1)-1 unlock messages. With
+// nobody else listening, the same churn is passed in one script almost
+// every time (the rare publishing release finds no waiter idle to take it).
+func TestHandoffBoundedWhileOthersListen(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv)
+	ctx := ctxTimeout(t, 60*time.Second)
+	l := rlock.New(c, "bounded")
+	churn := func(n int64) (published int64) {
+		before := calls(t, srv)["publish"]
+		var taken atomic.Int64
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for taken.Add(1) <= n {
+					ls, err := l.Acquire(ctx)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if err := ls.Release(ctx); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return calls(t, srv)["publish"] - before
+	}
+	const n = 2000
+	alone := churn(n)
+	conn, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	channel := script.KeysOf("bounded").Channel
+	if _, err := fmt.Fprintf(conn, "*2\r\n$9\r\nSUBSCRIBE\r\n$%d\r\n%s\r\n", len(channel), channel); err != nil {
+		t.Fatal(err)
+	}
+	// The confirmation: "*3 $9 subscribe $len channel :1".
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := bufio.NewReader(conn).ReadString(':'); err != nil {
+		t.Fatalf("the listener's subscription: %v", err)
+	}
+	listened := churn(n)
+	t.Logf("%d acquisitions: %d unlock messages alone, %d with a listener", n, alone, listened)
+	if least := int64(n/(hub.PassOver+1) - 1); listened < least {
+		t.Errorf("%d unlock messages in %d acquisitions while another listened, want at least %d", listened, n, least)
+	}
+	if alone >= listened {
+		t.Errorf("%d unlock messages alone, %d with a listener: want fewer alone", alone, listened)
+	}
+}
+
 // A waiter that gives up while a release is passing it the lock leaves
 // nothing held: the lock, passed to its owner, is given back.
 func TestHandoffToAWaiterThatLeft(t *testing.T) {
@@ -155,23 +221,37 @@ func TestHandoffToAWaiterThatLeft(t *testing.T) {
 	}
 }
 
-// An ACL that refuses PUBSUB NUMSUB makes no handoff, and costs nothing
-// else: the release frees the lock and publishes, and the waiter takes it.
+// An ACL that refuses PUBSUB NUMSUB costs nothing but the count: a release
+// that cannot tell whether others listen passes the lock as when they do,
+// at most hub.PassOver times in a row; the next frees it and publishes, and
+// the waiter takes it.
 func TestHandoffRefusedCount(t *testing.T) {
 	srv := redistest.Start(t)
 	c := locktest.OpenDenied(t, srv, "pubsub")
 	ctx := ctxTimeout(t, 20*time.Second)
 	l := rlock.New(c, "counted")
-	first, f := heldAndAwaited(t, ctx, c, l)
-	before := calls(t, srv)
-	if err := first.Release(ctx); err != nil {
-		t.Fatalf("Release: %v", err)
+	held := mustAcquire(t, l, ctx)
+	for i := range hub.PassOver + 1 {
+		f := l.AcquireAsync(ctx)
+		eventually(t, 5*time.Second, "waiter subscribed", func() bool {
+			s := c.Stats()
+			return s.Waiters == 1 && s.Subscriptions == 1
+		})
+		time.Sleep(100 * time.Millisecond) // past the waiter's try on Ready
+		before := calls(t, srv)
+		if err := held.Release(ctx); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		held = locktest.Result(t, f, 5*time.Second)
+		want := int64(0) // passed over whoever may listen
+		if i == hub.PassOver {
+			want = 1
+		}
+		if n := calls(t, srv)["publish"] - before["publish"]; n != want {
+			t.Errorf("release %d: %d unlock messages, want %d", i+1, n, want)
+		}
 	}
-	second := locktest.Result(t, f, 5*time.Second)
-	if n := calls(t, srv)["publish"] - before["publish"]; n != 1 {
-		t.Errorf("%d unlock messages, want 1: no handoff without the count", n)
-	}
-	release(t, second)
+	release(t, held)
 }
 
 // An Acquire on a lock that goroutines of its Client already wait for makes

@@ -741,12 +741,12 @@ func (h *Hold) passOn(ctx context.Context, all bool) (bool, error) {
 	if p == nil || !all || h.keep() > 0 {
 		return false, nil
 	}
-	w, successor, leaseMs := p.Client.Hub().Claim(p.Channel)
+	w, successor, leaseMs, over := p.Client.Hub().Claim(p.Channel)
 	if w == nil {
 		return false, nil
 	}
 	sent := time.Now()
-	r, err := p.To.ReleaseTo(ctx, h.cfg.Redis, h.cfg.Owner, successor, leaseMs)
+	r, err := p.To.ReleaseTo(ctx, h.cfg.Redis, h.cfg.Owner, successor, leaseMs, over)
 	if err == nil && r.Outcome == lua.HandedOff {
 		if !w.Grant(hub.Handoff{Token: r.Token, Sent: sent}) {
 			h.giveBack(successor)
@@ -769,6 +769,8 @@ func (h *Hold) passOn(ctx context.Context, all bool) (bool, error) {
 		return true, err
 	case r.Outcome == lua.NotHeld:
 		return true, lease.ErrNotHeld
+	case r.Outcome == lua.Freed:
+		p.Client.Hub().Published(p.Channel)
 	}
 	return true, nil
 }
@@ -806,6 +808,8 @@ func (h *Hold) giveUp(ctx context.Context, requestID string, all bool) error {
 		return err
 	case n == lua.NotHeld:
 		return lease.ErrNotHeld
+	case n == lua.Freed && h.cfg.Pass != nil:
+		h.cfg.Pass.Client.Hub().Published(h.cfg.Pass.Channel)
 	}
 	return nil
 }

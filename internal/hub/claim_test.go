@@ -1,6 +1,7 @@
 package hub_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func TestClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Leave(false)
-	if w, _, _ := h.Claim(ch); w != nil {
+	if w, _, _, _ := h.Claim(ch); w != nil {
 		t.Fatal("claimed a waiter that offered nothing")
 	}
 	a.Offer("owner:a", "1000")
@@ -39,7 +40,7 @@ func TestClaim(t *testing.T) {
 		t.Fatal("an idle waiter may not try")
 	}
 	// a is trying: the release takes b.
-	w, owner, lease := h.Claim(ch)
+	w, owner, lease, _ := h.Claim(ch)
 	if w != b || owner != "owner:b" || lease != "2000" {
 		t.Fatalf("Claim = %p %q %q, want b as owner:b with 2000", w, owner, lease)
 	}
@@ -59,14 +60,69 @@ func TestClaim(t *testing.T) {
 		t.Fatal("no handoff received")
 	}
 	// Now a: claimed, then it leaves before the pass returns.
-	if w, _, _ := h.Claim(ch); w != a {
+	if w, _, _, _ := h.Claim(ch); w != a {
 		t.Fatalf("Claim = %p, want a", w)
 	}
 	a.Leave(false)
 	if a.Grant(hub.Handoff{Token: 8}) || a.Unclaim() {
 		t.Fatal("Grant or Unclaim reported a waiter that left as there")
 	}
-	if w, _, _ := h.Claim(ch); w != nil {
+	if w, _, _, _ := h.Claim(ch); w != nil {
 		t.Fatal("claimed again a waiter already granted, or one that left")
 	}
+}
+
+// A release may pass the lock over other listeners PassOver times after
+// the Client's last release that published: the count lives on the
+// channel, not on its subscription, so a waiter that left and one that
+// came anew do not start it again; Published does.
+func TestClaimPassesOverBoundedly(t *testing.T) {
+	srv := redistest.Start(t)
+	h, _ := newHub(t, srv.Addr())
+	const ch = "over-channel"
+	claim := func(i int) (*hub.Waiter, bool) {
+		t.Helper()
+		w, err := h.Watch(ch, "over")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Offer("owner:"+strconv.Itoa(i), "1000")
+		select {
+		case <-w.Ready():
+		case <-time.After(5 * time.Second):
+			t.Fatal("not subscribed")
+		}
+		got, _, _, over := h.Claim(ch)
+		if got != w {
+			t.Fatalf("claim %d: %p, want %p", i, got, w)
+		}
+		return w, over
+	}
+	for i := range hub.PassOver + 1 {
+		w, over := claim(i)
+		if want := i < hub.PassOver; over != want {
+			t.Fatalf("claim %d: over %v, want %v", i, over, want)
+		}
+		if over && !w.Grant(hub.Handoff{}) {
+			t.Fatal("Grant failed")
+		}
+		if !over && !w.Unclaim() {
+			t.Fatal("Unclaim failed")
+		}
+		w.Leave(false) // the topic may go: the count stays
+	}
+	h.Published("another-channel")
+	w, over := claim(hub.PassOver + 1)
+	if over {
+		t.Fatal("another channel's release ended this one's count")
+	}
+	w.Unclaim()
+	w.Leave(false)
+	h.Published(ch)
+	w, over = claim(hub.PassOver + 2)
+	if !over {
+		t.Fatal("no pass over after the Client's release published")
+	}
+	w.Unclaim()
+	w.Leave(false)
 }

@@ -39,6 +39,11 @@ type Hub struct {
 	tracked map[string]struct{} // lock keys the tracker read and Redis has not invalidated since
 	muted   map[string]struct{} // tracked keys whose next invalidation is a handoff's own write (see Mute)
 	closing map[string]*topic   // channel -> topic still unsubscribing
+	// passed counts, by channel, the locks passed (Grant) since the
+	// Client's last release of the lock that published (see Published);
+	// passing is its length.
+	passed  map[string]int
+	passing atomic.Int64
 	closed  bool
 	done    chan struct{}   // closed by Close
 	quit    context.Context // bounds the unsubscriptions once Close has begun
@@ -58,6 +63,7 @@ func NewHub(rc rueidis.Client, opts ...HubOption) *Hub {
 		tracked: make(map[string]struct{}),
 		muted:   make(map[string]struct{}),
 		closing: make(map[string]*topic),
+		passed:  make(map[string]int),
 		done:    make(chan struct{}),
 		quit:    context.Background(),
 	}
@@ -655,6 +661,12 @@ func (w *Waiter) Offer(owner, lease string) {
 	w.owner, w.lease, w.state = owner, lease, idle
 }
 
+// PassOver is how many times in a row the releases of one Client may pass
+// a lock to its own waiters while other clients listen on the lock's
+// channel (see Claim): then a release publishes, and their waiters compete
+// for it.
+const PassOver = 4
+
 // Claim picks, for a release about to pass the lock on channel, the
 // longest-waiting waiter that Offered itself (and returns the owner and
 // lease it Offered), is not trying the lock itself
@@ -662,28 +674,46 @@ func (w *Waiter) Offer(owner, lease string) {
 // subscribers includes this Client), and reserves it: until Grant or
 // Unclaim it makes no attempt of its own (Begin says so). nil when there is
 // none; it then takes no lock when no waiter of the hub Offered itself.
-func (h *Hub) Claim(channel string) (w *Waiter, owner, lease string) {
+// over reports whether the release may pass the lock even though other
+// clients listen: fewer than PassOver locks were passed on the channel
+// since the hub's Client last released it with a message (Published).
+func (h *Hub) Claim(channel string) (w *Waiter, owner, lease string, over bool) {
 	if h.offers.Load() == 0 {
-		return nil, "", ""
+		return nil, "", "", false
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.topics[channel]
 	if t == nil {
-		return nil, "", ""
+		return nil, "", "", false
 	}
 	select {
 	case <-t.ready:
 	default:
-		return nil, "", ""
+		return nil, "", "", false
 	}
 	for _, w := range t.waiters {
 		if w.owner != "" && w.state == idle {
 			w.state = claimed
-			return w, w.owner, w.lease
+			return w, w.owner, w.lease, h.passed[channel] < PassOver
 		}
 	}
-	return nil, "", ""
+	return nil, "", "", false
+}
+
+// Published ends the count of locks passed on channel (see Claim): a
+// release of the hub's Client freed the lock and published its message,
+// for which other clients' waiters compete.
+func (h *Hub) Published(channel string) {
+	if h.passing.Load() == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.passed[channel]; ok {
+		delete(h.passed, channel)
+		h.passing.Add(-1)
+	}
 }
 
 // Grant hands the claimed waiter the lock its release passed it, and
@@ -699,6 +729,9 @@ func (w *Waiter) Grant(g Handoff) bool {
 	}
 	w.state = granted
 	w.granted <- g // buffered, and granted once per claim
+	if h.passed[w.t.channel]++; h.passed[w.t.channel] == 1 {
+		h.passing.Add(1)
+	}
 	if key := w.t.key; key != "" {
 		if _, ok := h.tracked[key]; ok {
 			h.muted[key] = struct{}{}

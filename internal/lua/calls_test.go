@@ -120,8 +120,9 @@ func TestScriptCallsMatchHeaders(t *testing.T) {
 		}
 	}
 	// handoff passes the lock from o to a successor of the same client.
-	handoff := func(l *Lock, o string) func() error {
-		return func() error { _, err := l.ReleaseTo(ctx, c, o, "client:9", "60000"); return err }
+	// With over, it passes the lock whoever else listens.
+	handoff := func(l *Lock, o string, over bool) func() error {
+		return func() error { _, err := l.ReleaseTo(ctx, c, o, "client:9", "60000", over); return err }
 	}
 	// listen subscribes another connection to the lock's channel, as a
 	// waiter's client is, until the test ends: the releasing client's
@@ -181,11 +182,12 @@ func TestScriptCallsMatchHeaders(t *testing.T) {
 			"another holds": {with(try(lock, owner, true), do("HSET", name, other, "1")), release(lock, owner, "r", true)},
 		},
 		"lock_handoff": {
-			"not held":           {nil, handoff(lock, owner)},
-			"passed":             {with(try(lock, owner, true)), handoff(lock, owner)},
-			"passed new counter": {[]func() error{try(lock, owner, true), do("DEL", k.Token)}, handoff(lock, owner)},
-			"another listens":    {with(try(lock, owner, true), listen, listen), handoff(lock, owner)},
-			"another holds":      {with(try(lock, owner, true), do("HSET", name, other, "1")), handoff(lock, owner)},
+			"not held":           {nil, handoff(lock, owner, false)},
+			"passed":             {with(try(lock, owner, true)), handoff(lock, owner, false)},
+			"passed new counter": {[]func() error{try(lock, owner, true), do("DEL", k.Token)}, handoff(lock, owner, false)},
+			"passed over":        {with(try(lock, owner, true), listen, listen), handoff(lock, owner, true)},
+			"another listens":    {with(try(lock, owner, true), listen, listen), handoff(lock, owner, false)},
+			"another holds":      {with(try(lock, owner, true), do("HSET", name, other, "1")), handoff(lock, owner, false)},
 		},
 		"fair_acquire": {
 			"free lock":               {live, try(fair, owner, true)},

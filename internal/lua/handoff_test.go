@@ -42,7 +42,7 @@ func TestHandoffOnACounterItCannotDraw(t *testing.T) {
 			srv.Do("HSET", name, owner, "1")
 			srv.Do(tt.counter...)
 			before := dump(srv, k.Token)
-			p, err := l.ReleaseTo(ctx, c, owner, successor, "60000")
+			p, err := l.ReleaseTo(ctx, c, owner, successor, "60000", false)
 			if err != nil || p.Outcome != Freed {
 				t.Fatalf("ReleaseTo: %+v, %v; want the lock freed (%d) and no error", p, err, Freed)
 			}
@@ -62,7 +62,7 @@ func TestHandoffOnACounterItCannotDraw(t *testing.T) {
 		srv.Do("HSET", name, owner, "1")
 		const counter = 1795867301656941
 		srv.Do("SET", k.Token, strconv.Itoa(counter))
-		p, err := l.ReleaseTo(ctx, c, owner, successor, "60000")
+		p, err := l.ReleaseTo(ctx, c, owner, successor, "60000", false)
 		if err != nil || p.Outcome != HandedOff || p.Token != counter+1 {
 			t.Fatalf("ReleaseTo: %+v, %v; want the lock passed with token %d", p, err, counter+1)
 		}

@@ -71,10 +71,10 @@ func (l *Lock) Release(ctx context.Context, c rueidis.Client, owner, requestID s
 }
 
 // ReleaseTo runs lock_handoff: give up every hold of owner and pass the
-// lock, if that frees it and nobody else listens on its channel, to
-// successor, with a lease of lease (ms).
-func (l *Lock) ReleaseTo(ctx context.Context, c rueidis.Client, owner, successor, lease string) (Passed, error) {
-	res := lockHandoff.exec(ctx, c, l.handoffKeys, []string{script.UnlockMessage, lease, owner, successor})
+// lock, if that frees it and nobody else listens on its channel (or
+// whoever does, with over), to successor, with a lease of lease (ms).
+func (l *Lock) ReleaseTo(ctx context.Context, c rueidis.Client, owner, successor, lease string, over bool) (Passed, error) {
+	res := lockHandoff.exec(ctx, c, l.handoffKeys, []string{script.UnlockMessage, lease, owner, successor, flag(over)})
 	if n, err := res.AsInt64(); err == nil {
 		if n < NotHeld || n > Freed {
 			return Passed{}, fmt.Errorf("lua: unexpected handoff reply %d", n)

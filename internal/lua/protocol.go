@@ -70,9 +70,11 @@ func (t *Traits) Is() *Traits { return t }
 // message and the waiter's acquire. ReleaseTo gives up every hold of owner
 // and, if that frees the lock and nobody but the releasing Client listens
 // on its channel, makes successor its holder with a lease of lease (the
-// scripts' milliseconds); otherwise it releases as Release does.
+// scripts' milliseconds); otherwise it releases as Release does. With
+// over, it passes the lock whoever else listens: the caller bounds how
+// many times in a row it passes over them.
 type Handoff interface {
-	ReleaseTo(ctx context.Context, c rueidis.Client, owner, successor, lease string) (Passed, error)
+	ReleaseTo(ctx context.Context, c rueidis.Client, owner, successor, lease string, over bool) (Passed, error)
 }
 
 // Passed is the outcome of a ReleaseTo.

@@ -4,7 +4,9 @@
 -- handoff costs one script and one round trip, not a release, its message
 -- and the waiter's acquire. When another client listens (another process, a
 -- Redisson client), the lock is released as lock_release releases it, with
--- the unlock message, so that a waiter elsewhere is never passed over by it.
+-- the unlock message, unless ARGV[5] is '1': the releasing client passes
+-- over the other listeners then, and bounds how many times in a row it does
+-- (a waiter elsewhere competes for the next release with a message).
 --
 -- The releasing client is subscribed to the channel (its waiter is), so the
 -- channel's count of subscribed connections is 1 when it alone listens.
@@ -24,13 +26,15 @@
 -- ARGV[2]  lease time, ms (SUCCESSOR's)
 -- ARGV[3]  OWNER
 -- ARGV[4]  SUCCESSOR (CLIENT_ID:LEASE_ID)
+-- ARGV[5]  '1': pass the lock whoever else listens (no count is made), '0': only
+--          when nobody but the releasing client does
 --
 -- Returns "2 TOKEN" when the lock passed to SUCCESSOR with the fencing token
 -- TOKEN, 1 when OWNER's last hold was given up and the lock is free (the
 -- message published), 0 when another owner still holds it, -1 when OWNER
 -- did not hold it.
 --
--- Calls: not held 1, passed 7, passed new counter 8, another listens 4, another holds 2
+-- Calls: not held 1, passed 7, passed new counter 8, passed over 6, another listens 4, another holds 2
 --!include reply
 --!include token
 if redis.call('hdel', KEYS[1], ARGV[3]) == 0 then
@@ -40,8 +44,13 @@ end
 if redis.call('exists', KEYS[1]) == 1 then
   return 0
 end
-local count = redis.pcall('pubsub', 'numsub', KEYS[2])
-local n = not count.err and count[2] < 2 and redis.pcall('incr', KEYS[3])
+local n
+if ARGV[5] == '1' then
+  n = redis.pcall('incr', KEYS[3])
+else
+  local count = redis.pcall('pubsub', 'numsub', KEYS[2])
+  n = not count.err and count[2] < 2 and redis.pcall('incr', KEYS[3])
+end
 if type(n) ~= 'number' then
   redis.pcall('publish', KEYS[2], ARGV[1])
   return 1
