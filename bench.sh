@@ -54,8 +54,11 @@ mkdir -p bench
 # COUNT rounds, so that two libraries' runs are never minutes apart (go test's -count
 # would run one library COUNT times before the next); the sed names a round's results
 # as its benchmark's (NAME#01 as NAME), for benchstat. The others run with -count.
+# The test's own flags (-rounds and those after it) come after the package: with
+# -rounds N before it, the flags after the package reached no benchmark (HOLD, KINDS
+# and VARIANTS had no effect).
 scenarios='^Benchmark(Uncontended|ParallelDistinct|ClusterDistinct|Contended|ContendedClients|ManyWaiters|Renewal|Network)$'
-go -C bench test -run '^$' -bench "$scenarios" -benchtime "$BENCHTIME" -count 1 -rounds "$COUNT" -timeout 120m . \
+go -C bench test -run '^$' -bench "$scenarios" -benchtime "$BENCHTIME" -count 1 -timeout 120m . -rounds "$COUNT" \
   -bench.kinds="$KINDS" -bench.variants="$VARIANTS" -scale="$SCALE" -contended.hold="${HOLD:-0}" |
   sed -E 's/^(Benchmark[^[:space:]]*)#[0-9]+/\1/' | tee bench/latest.txt
 go -C bench test -run '^$' -bench '^Benchmark(FairWaiters|RoundTrip)$' -benchtime "$BENCHTIME" -count "$COUNT" -timeout 120m . \
