@@ -34,10 +34,10 @@ func (c *Client) core() *core.Client { return &c.c }
 // the connection's writer waits up to that long after a write to send more
 // at once, which saves system calls, the server's too, under load; a lone
 // command is never delayed (a negative MaxFlushDelay turns it off).
-// docs/go-redis.md has the costs. Its errors name no lock, so they are no *lease.Error: they read
-// "leasehold: open: ..." and wrap lease.ErrInvalid (a bad option),
-// lease.ErrRedis (a server the Client cannot work on) or rueidis' error
-// (Redis not reached).
+// docs/go-redis.md has the costs. Its errors name no lock, so they are no
+// *lease.Error: they read "leasehold: open: ..." and wrap lease.ErrInvalid
+// (a bad option), lease.ErrRedis (a server the Client cannot work on) or
+// rueidis' error (Redis not reached).
 func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 	o, err := resolve(opts)
 	if err != nil {
@@ -73,8 +73,8 @@ func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 
 // flushDelay is Open's rueidis MaxFlushDelay, unless opt sets one: rueidis
 // suggests about 20µs, which on loopback, 64 goroutines each locking a key
-// of its own, saves about a tenth of the time per lock and of Redis' CPU,
-// and delays no lone command (BenchmarkParallelDistinct, docs/benchmarks.md).
+// of its own, saves a tenth to a sixth of the time per lock and of Redis'
+// CPU, and delays no lone command (BenchmarkParallelDistinct, docs/benchmarks.md).
 const flushDelay = 20 * time.Microsecond
 
 // newClient reads the server rc runs on (see inspect), refuses one the
