@@ -770,7 +770,7 @@ func (h *Hold) passOn(ctx context.Context, all bool) (bool, error) {
 	case r.Outcome == lua.NotHeld:
 		return true, lease.ErrNotHeld
 	case r.Outcome == lua.Freed:
-		p.Client.Hub().Published(p.Channel)
+		p.Client.Hub().Published(p.Channel, sent)
 	}
 	return true, nil
 }
@@ -800,6 +800,10 @@ func (h *Hold) giveUp(ctx context.Context, requestID string, all bool) error {
 	if h.cfg.Protocol == nil {
 		return h.cfg.Members.Release(ctx, requestID, all)
 	}
+	var sent time.Time
+	if h.cfg.Pass != nil {
+		sent = time.Now()
+	}
 	n, err := h.cfg.Protocol.Release(ctx, h.cfg.Redis, h.cfg.Owner, requestID, all, h.keep())
 	switch {
 	case err != nil && !retry.Transient(err):
@@ -809,7 +813,7 @@ func (h *Hold) giveUp(ctx context.Context, requestID string, all bool) error {
 	case n == lua.NotHeld:
 		return lease.ErrNotHeld
 	case n == lua.Freed && h.cfg.Pass != nil:
-		h.cfg.Pass.Client.Hub().Published(h.cfg.Pass.Channel)
+		h.cfg.Pass.Client.Hub().Published(h.cfg.Pass.Channel, sent)
 	}
 	return nil
 }

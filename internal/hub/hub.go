@@ -42,7 +42,7 @@ type Hub struct {
 	// passed counts, by channel, the locks passed (Grant) since the
 	// Client's last release of the lock that published (see Published);
 	// passing is its length.
-	passed  map[string]int
+	passed  map[string]passes
 	passing atomic.Int64
 	closed  bool
 	done    chan struct{}   // closed by Close
@@ -63,7 +63,7 @@ func NewHub(rc rueidis.Client, opts ...HubOption) *Hub {
 		tracked: make(map[string]struct{}),
 		muted:   make(map[string]struct{}),
 		closing: make(map[string]*topic),
-		passed:  make(map[string]int),
+		passed:  make(map[string]passes),
 		done:    make(chan struct{}),
 		quit:    context.Background(),
 	}
@@ -145,6 +145,13 @@ const (
 	granted                  // passed: the Handoff is in Granted
 	gone                     // it left while claimed: the release undoes the pass
 )
+
+// passes counts the locks passed on a channel in a row (see Hub.passed):
+// how many, and when the release that passed the last was sent.
+type passes struct {
+	n    int
+	last time.Time
+}
 
 // Handoff is a lock passed to a waiter by a release of its Client.
 type Handoff struct {
@@ -695,22 +702,24 @@ func (h *Hub) Claim(channel string) (w *Waiter, owner, lease string, over bool) 
 	for _, w := range t.waiters {
 		if w.owner != "" && w.state == idle {
 			w.state = claimed
-			return w, w.owner, w.lease, h.passed[channel] < PassOver
+			return w, w.owner, w.lease, h.passed[channel].n < PassOver
 		}
 	}
 	return nil, "", "", false
 }
 
 // Published ends the count of locks passed on channel (see Claim): a
-// release of the hub's Client freed the lock and published its message,
-// for which other clients' waiters compete.
-func (h *Hub) Published(channel string) {
+// release of the hub's Client, sent at sent, freed the lock and published
+// its message, for which other clients' waiters compete. A lock passed by a
+// release sent after it (its holder took the lock after that release)
+// keeps the count: it belongs to the streak that release began.
+func (h *Hub) Published(channel string, sent time.Time) {
 	if h.passing.Load() == 0 {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.passed[channel]; ok {
+	if p, ok := h.passed[channel]; ok && !p.last.After(sent) {
 		delete(h.passed, channel)
 		h.passing.Add(-1)
 	}
@@ -729,9 +738,11 @@ func (w *Waiter) Grant(g Handoff) bool {
 	}
 	w.state = granted
 	w.granted <- g // buffered, and granted once per claim
-	if h.passed[w.t.channel]++; h.passed[w.t.channel] == 1 {
+	p, ok := h.passed[w.t.channel]
+	if !ok {
 		h.passing.Add(1)
 	}
+	h.passed[w.t.channel] = passes{n: p.n + 1, last: g.Sent}
 	if key := w.t.key; key != "" {
 		if _, ok := h.tracked[key]; ok {
 			h.muted[key] = struct{}{}
