@@ -752,6 +752,11 @@ func (h *Hold) passOn(ctx context.Context, all bool) (bool, error) {
 			h.giveBack(successor)
 			return true, nil
 		}
+		if !over {
+			// The script counted nobody else listening: this pass passed
+			// over no one, and the next PassOver need not count again.
+			p.Client.Hub().EndPasses(p.Channel, sent)
+		}
 		// The successor, readied by Grant, runs next on this P: the lock
 		// it holds now waits for no more of this release than its return
 		// (as sync.Mutex hands off to a waiter in starvation mode).
@@ -770,7 +775,7 @@ func (h *Hold) passOn(ctx context.Context, all bool) (bool, error) {
 	case r.Outcome == lua.NotHeld:
 		return true, lease.ErrNotHeld
 	case r.Outcome == lua.Freed:
-		p.Client.Hub().Published(p.Channel, sent)
+		p.Client.Hub().EndPasses(p.Channel, sent)
 	}
 	return true, nil
 }
@@ -813,7 +818,7 @@ func (h *Hold) giveUp(ctx context.Context, requestID string, all bool) error {
 	case n == lua.NotHeld:
 		return lease.ErrNotHeld
 	case n == lua.Freed && h.cfg.Pass != nil:
-		h.cfg.Pass.Client.Hub().Published(h.cfg.Pass.Channel, sent)
+		h.cfg.Pass.Client.Hub().EndPasses(h.cfg.Pass.Channel, sent)
 	}
 	return nil
 }

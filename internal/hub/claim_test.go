@@ -75,7 +75,7 @@ func TestClaim(t *testing.T) {
 // A release may pass the lock over other listeners PassOver times after
 // the Client's last release that published: the count lives on the
 // channel, not on its subscription, so a waiter that left and one that
-// came anew do not start it again; Published does, for a release sent
+// came anew do not start it again; EndPasses does, for a release sent
 // after the last pass.
 func TestClaimPassesOverBoundedly(t *testing.T) {
 	srv := redistest.Start(t)
@@ -112,16 +112,16 @@ func TestClaimPassesOverBoundedly(t *testing.T) {
 		}
 		w.Leave(false) // the topic may go: the count stays
 	}
-	h.Published("another-channel", time.Now())
+	h.EndPasses("another-channel", time.Now())
 	// A release sent before the last pass: the count stays.
-	h.Published(ch, time.Now().Add(-time.Hour))
+	h.EndPasses(ch, time.Now().Add(-time.Hour))
 	w, over := claim(hub.PassOver + 1)
 	if over {
 		t.Fatal("another channel's release, or one sent before the passes, ended this one's count")
 	}
 	w.Unclaim()
 	w.Leave(false)
-	h.Published(ch, time.Now())
+	h.EndPasses(ch, time.Now())
 	w, over = claim(hub.PassOver + 2)
 	if !over {
 		t.Fatal("no pass over after the Client's release published")

@@ -40,7 +40,8 @@ type Hub struct {
 	muted   map[string]struct{} // tracked keys whose next invalidation is a handoff's own write (see Mute)
 	closing map[string]*topic   // channel -> topic still unsubscribing
 	// passed counts, by channel, the locks passed (Grant) since the
-	// Client's last release of the lock that published (see Published);
+	// Client's last release of the lock that published, or passed it with
+	// nobody else listening (see EndPasses);
 	// passing is its length.
 	passed  map[string]passes
 	passing atomic.Int64
@@ -683,7 +684,8 @@ const PassOver = 4
 // none; it then takes no lock when no waiter of the hub Offered itself.
 // over reports whether the release may pass the lock even though other
 // clients listen: fewer than PassOver locks were passed on the channel
-// since the hub's Client last released it with a message (Published).
+// since the hub's Client last released it with a message, or passed it
+// when nobody else listened (EndPasses).
 func (h *Hub) Claim(channel string) (w *Waiter, owner, lease string, over bool) {
 	if h.offers.Load() == 0 {
 		return nil, "", "", false
@@ -708,12 +710,14 @@ func (h *Hub) Claim(channel string) (w *Waiter, owner, lease string, over bool) 
 	return nil, "", "", false
 }
 
-// Published ends the count of locks passed on channel (see Claim): a
+// EndPasses ends the count of locks passed on channel (see Claim): a
 // release of the hub's Client, sent at sent, freed the lock and published
-// its message, for which other clients' waiters compete. A lock passed by a
-// release sent after it (its holder took the lock after that release)
-// keeps the count: it belongs to the streak that release began.
-func (h *Hub) Published(channel string, sent time.Time) {
+// its message, for which other clients' waiters compete, or passed it
+// having counted nobody else listening, so that it passed over no one. A
+// lock passed by a release sent after it (its holder took the lock after
+// that release) keeps the count: it belongs to the streak that release
+// began.
+func (h *Hub) EndPasses(channel string, sent time.Time) {
 	if h.passing.Load() == 0 {
 		return
 	}
