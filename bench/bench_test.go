@@ -564,13 +564,13 @@ func BenchmarkParallelDistinct(b *testing.B) {
 var holdFor = flag.Duration("contended.hold", 250*time.Microsecond, "work inside the critical section in BenchmarkContended")
 
 func BenchmarkContended(b *testing.B) {
-	each(b, 30*time.Second, scenarioLibs(true), func(b *testing.B, srv *redistest.Server, lib library) { contended(b, lib) })
+	each(b, 30*time.Second, scenarioLibs(true), func(b *testing.B, srv *redistest.Server, lib library) { contended(b, srv, lib) })
 }
 
 // contended runs scenario 3 on lib: b.N handoffs among 64 goroutines
 // (locktest.Handoffs), timed from a release to the next holder's lock
-// returning.
-func contended(b *testing.B, lib library) {
+// returning. Reports what Redis did per handoff (usage.report).
+func contended(b *testing.B, srv *redistest.Server, lib library) {
 	var (
 		mu          sync.Mutex
 		lat         []time.Duration
@@ -593,9 +593,11 @@ func contended(b *testing.B, lib library) {
 		}, nil
 	}
 	rounds := lib.rounds()
+	since := readUsage(b, srv, lib)
 	b.ResetTimer()
 	elapsed := locktest.Handoffs(b, 64, b.N, *holdFor, acquire)
 	b.StopTimer()
+	readUsage(b, srv, lib).report(b, since, b.N)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "handoffs/s")
 	// What waiting costs Redis: polls show up here.
 	b.ReportMetric(float64(lib.rounds()-rounds)/float64(b.N), "roundtrips/handoff")
@@ -994,7 +996,10 @@ func readUsage(b *testing.B, srv *redistest.Server, lib library) usage {
 //   - redis-cpu-µs/op: the CPU time of redis-server, all of it, reading and
 //     writing sockets too: what decides how many ops one Redis serves;
 //   - scripts/op: EVAL, EVALSHA and FCALL calls Redis ran;
-//   - cmds/op: the commands the library sent, scripts included.
+//   - cmds/op: the commands the library sent, scripts included;
+//   - redis-cmds/op: the commands Redis ran (total_commands_processed), a
+//     script's calls each counted: the work a script's one round trip
+//     carries.
 //
 // redis-server runs other work (its cron, 10 times a second), so these are
 // exact only over many ops.
@@ -1019,6 +1024,7 @@ func (u usage) report(b *testing.B, since usage, ops int) {
 	b.ReportMetric(per(float64((u.cpu-since.cpu).Nanoseconds())/1e3), "redis-cpu-µs/op")
 	b.ReportMetric(per(scripts), "scripts/op")
 	b.ReportMetric(per(sent), "cmds/op")
+	b.ReportMetric(per(float64(u.commands-since.commands)), "redis-cmds/op")
 }
 
 // 6. Network: the uncontended, distinct-keys and contended scenarios with
@@ -1049,7 +1055,7 @@ func BenchmarkNetwork(b *testing.B) {
 			}{
 				{"uncontended", func(b *testing.B, lib library) { pairs(b, lib, 1) }},
 				{"distinct", func(b *testing.B, lib library) { pairs(b, lib, 32) }},
-				{"contended", contended},
+				{"contended", func(b *testing.B, lib library) { contended(b, srv, lib) }},
 			} {
 				b.Run(sc.name, func(b *testing.B) {
 					eachOn(b, srv, p.Addr(), 30*time.Second, libraries, sc.run)

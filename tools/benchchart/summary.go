@@ -38,7 +38,8 @@ var loopback = []row{
 	{"", "CPU per tick", "BenchmarkRenewal", []string{"cpu-ms/tick"}, millis},
 }
 
-// redisCost is docs/benchmarks.md's table of what an acquire+release costs Redis.
+// redisCost is docs/benchmarks.md's table of what an acquire+release, and a
+// handoff, cost Redis (a script's calls count among the commands Redis ran).
 var redisCost = []row{
 	{"uncontended", "Redis CPU µs/op", "BenchmarkUncontended", []string{"redis-cpu-µs/op"}, num},
 	{"", "commandstats µs/op", "BenchmarkUncontended", []string{"redis-µs/op"}, num},
@@ -46,6 +47,10 @@ var redisCost = []row{
 	{"64 goroutines, distinct keys", "Redis CPU µs/op", "BenchmarkParallelDistinct", []string{"redis-cpu-µs/op"}, num},
 	{"", "commandstats µs/op", "BenchmarkParallelDistinct", []string{"redis-µs/op"}, num},
 	{"", "scripts / commands per op", "BenchmarkParallelDistinct", []string{"scripts/op", "cmds/op"}, num},
+	{"", "commands Redis ran per op", "BenchmarkParallelDistinct", []string{"redis-cmds/op"}, num},
+	{"64 goroutines, one key", "Redis CPU µs/handoff", "BenchmarkContended", []string{"redis-cpu-µs/op"}, num},
+	{"", "commandstats µs/handoff", "BenchmarkContended", []string{"redis-µs/op"}, num},
+	{"", "commands Redis ran per handoff", "BenchmarkContended", []string{"redis-cmds/op"}, num},
 }
 
 // kindRows is docs/benchmarks.md's table of leasehold's lock kinds (and
@@ -136,7 +141,7 @@ func Summarize(w io.Writer, rs *Results) {
 		fmt.Fprintln(w)
 	}
 	table(w, rs, "### Loopback", loopback, libs)
-	table(w, rs, "### What an acquire+release costs Redis", redisCost, libs)
+	table(w, rs, "### What an acquire+release, and a handoff, cost Redis", redisCost, libs)
 	ratioTable(w, rs, libs)
 	if len(kinds) > 1 {
 		table(w, rs, "### Lock kinds (leasehold column: rlock)", kindRows, kinds)
