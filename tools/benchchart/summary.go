@@ -44,6 +44,7 @@ var redisCost = []row{
 	{"uncontended", "Redis CPU µs/op", "BenchmarkUncontended", []string{"redis-cpu-µs/op"}, num},
 	{"", "commandstats µs/op", "BenchmarkUncontended", []string{"redis-µs/op"}, num},
 	{"", "scripts / commands per op", "BenchmarkUncontended", []string{"scripts/op", "cmds/op"}, num},
+	{"", "commands Redis ran per op", "BenchmarkUncontended", []string{"redis-cmds/op"}, num},
 	{"64 goroutines, distinct keys", "Redis CPU µs/op", "BenchmarkParallelDistinct", []string{"redis-cpu-µs/op"}, num},
 	{"", "commandstats µs/op", "BenchmarkParallelDistinct", []string{"redis-µs/op"}, num},
 	{"", "scripts / commands per op", "BenchmarkParallelDistinct", []string{"scripts/op", "cmds/op"}, num},
