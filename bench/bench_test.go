@@ -950,6 +950,34 @@ type usage struct {
 	commands    int64            // total_commands_processed, those scripts call included
 	calls, usec map[string]int64 // INFO commandstats, by command
 	sent        map[string]int64 // the library's own count, by command
+	halts       int64            // the machine's CPUs' halts so far (see cpuHalts)
+	haltsRead   bool             // the kernel told them
+}
+
+// cpuHalts is how many times the machine's CPUs have gone idle in a state
+// that stops them (every cpuidle state but POLL), summed over the CPUs and
+// over every process, Redis' too; ok is false where the kernel tells none
+// (no cpuidle). On a virtual machine whose idle CPUs halt at once (cpuidle
+// haltpoll with guest_halt_poll_ns 0, as on the machine docs/benchmarks.md
+// was measured on), each halt is a VM exit, and waking the CPU again takes
+// an interrupt from another: a client that waits for Redis' reply with its
+// CPU idle pays that on every round trip, whatever work it does.
+func cpuHalts() (n int64, ok bool) {
+	states, _ := filepath.Glob("/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state[0-9]*")
+	for _, st := range states {
+		name, err := os.ReadFile(filepath.Join(st, "name"))
+		if err != nil || strings.TrimSpace(string(name)) == "POLL" {
+			continue
+		}
+		usage, err := os.ReadFile(filepath.Join(st, "usage"))
+		if err != nil {
+			continue
+		}
+		if v, err := strconv.ParseInt(strings.TrimSpace(string(usage)), 10, 64); err == nil {
+			n, ok = n+v, true
+		}
+	}
+	return n, ok
 }
 
 // scriptCommands are the commands that run a script: the commands a script
@@ -964,6 +992,7 @@ func readUsage(b *testing.B, srv *redistest.Server, lib library) usage {
 		b.Fatal(err)
 	}
 	u := usage{calls: map[string]int64{}, usec: map[string]int64{}, sent: lib.sent()}
+	u.halts, u.haltsRead = cpuHalts()
 	for line := range strings.Lines(s) {
 		key, value, _ := strings.Cut(strings.TrimSpace(line), ":")
 		if cmd, ok := strings.CutPrefix(key, "cmdstat_"); ok {
@@ -999,7 +1028,10 @@ func readUsage(b *testing.B, srv *redistest.Server, lib library) usage {
 //   - cmds/op: the commands the library sent, scripts included;
 //   - redis-cmds/op: the commands Redis ran (total_commands_processed), a
 //     script's calls each counted: the work a script's one round trip
-//     carries.
+//     carries;
+//   - halts/op: how often the machine's CPUs halted, idle (cpuHalts), where
+//     the kernel tells it: what a round trip costs on a virtual machine
+//     beyond the work of both ends.
 //
 // redis-server runs other work (its cron, 10 times a second), so these are
 // exact only over many ops.
@@ -1025,6 +1057,9 @@ func (u usage) report(b *testing.B, since usage, ops int) {
 	b.ReportMetric(per(scripts), "scripts/op")
 	b.ReportMetric(per(sent), "cmds/op")
 	b.ReportMetric(per(float64(u.commands-since.commands)), "redis-cmds/op")
+	if u.haltsRead && since.haltsRead {
+		b.ReportMetric(per(float64(u.halts-since.halts)), "halts/op")
+	}
 }
 
 // 6. Network: the uncontended, distinct-keys and contended scenarios with
