@@ -1029,9 +1029,9 @@ func readUsage(b *testing.B, srv *redistest.Server, lib library) usage {
 //   - redis-cmds/op: the commands Redis ran (total_commands_processed), a
 //     script's calls each counted: the work a script's one round trip
 //     carries;
-//   - halts/op: how often the machine's CPUs halted, idle (cpuHalts), where
-//     the kernel tells it: what a round trip costs on a virtual machine
-//     beyond the work of both ends.
+//   - halts/op: how often the machine's CPUs halted idle (cpuHalts), where
+//     the kernel tells it: on a virtual machine, each is a wake-up that a
+//     round trip may wait for, beyond the work of both ends.
 //
 // redis-server runs other work (its cron, 10 times a second), so these are
 // exact only over many ops.
