@@ -76,7 +76,11 @@ func (l *Lock) Release(ctx context.Context, c rueidis.Client, owner, requestID s
 func (l *Lock) ReleaseTo(ctx context.Context, c rueidis.Client, owner, successor, lease string, over bool) (Passed, error) {
 	res := lockHandoff.exec(ctx, c, l.handoffKeys, []string{script.UnlockMessage, lease, owner, successor, flag(over)})
 	if n, err := res.AsInt64(); err == nil {
-		if n < NotHeld || n > Freed {
+		switch {
+		case n >= clockTokens:
+			// The common case of a handoff: the token alone.
+			return Passed{Outcome: HandedOff, Token: uint64(n)}, nil
+		case n < NotHeld || n > Freed:
 			return Passed{}, fmt.Errorf("lua: unexpected handoff reply %d", n)
 		}
 		return Passed{Outcome: n}, nil

@@ -174,6 +174,12 @@ const (
 	HandedOff int64 = 2  // the lock passed to the successor (Handoff)
 )
 
+// clockTokens is where the tokens of a fencing counter drawn from the clock
+// begin (script/lua/lib/token.lua: every reading of a µs clock since 2001
+// is above it): lock_acquire and lock_handoff reply with a token alone, an
+// integer, only when it is at least this, far above their other integers.
+const clockTokens = 1e15
+
 // keptField is the one field of a lock hash that a release made sooner
 // than WithHoldAtLeast after the acquisition leaves, until the rest of that
 // time has passed: no owner's (an owner's field ends in :N), so every
@@ -204,8 +210,17 @@ func Ms(d time.Duration) string {
 }
 
 // ParseGrant reads the "1 TOKEN COUNT" or "0 PTTL" reply of an acquire
-// script (see script/lua/lib/reply.lua).
+// script (see script/lua/lib/reply.lua), or lock_acquire's TOKEN alone, an
+// integer of at least clockTokens: its common case, the lock taken with a
+// hold count of 1.
 func ParseGrant(res rueidis.RedisResult) (Grant, error) {
+	if m, err := res.ToMessage(); err == nil && m.IsInt64() {
+		n, _ := m.AsInt64()
+		if n < clockTokens {
+			return Grant{}, fmt.Errorf("lua: unexpected acquire reply %d", n)
+		}
+		return Grant{Acquired: true, Token: uint64(n), Count: 1}, nil
+	}
 	s, err := res.ToString()
 	if err != nil {
 		return Grant{}, err

@@ -7,19 +7,47 @@
 -- ARGV[1]  lease time, ms
 -- ARGV[2]  OWNER (CLIENT_ID:LEASE_ID)
 --
--- Returns {1, token, hold count} when OWNER holds the lock (token a decimal string),
---         {0, pttl}              when another owner does (pttl in ms, -1: no expiry).
+-- Returns the token, an integer, when OWNER takes the free lock with a
+--         counter that draws by one below 2^53 (the common case),
+--         {1, token, hold count} when OWNER takes or re-enters it otherwise
+--                                (token a decimal string),
+--         {0, pttl}              when another owner holds it (pttl in ms,
+--                                -1: no expiry).
 -- Everything that can fail (a key of another type, a corrupt counter, a hold
 -- count that is not an integer) fails before the first write, the token's
 -- INCR: on a free lock nothing else can fail, and a re-entry checks the
 -- count it read first.
--- Replies are written as one string of space-separated values: see lib/reply.lua.
+-- Replies of several values are written as one string of space-separated
+-- values: see lib/reply.lua.
+--
+-- The common cases come first and call no function: each function a script
+-- defines is a closure Lua makes on every run that reaches its definition,
+-- and a reply of one number builds no string.
 --
 -- Calls: free lock 5, free lock new counter 6, re-entry 6, held by another 3
+local n, held
+if redis.call('exists', KEYS[1]) == 0 then
+  n = redis.pcall('incr', KEYS[2])
+  if type(n) == 'number' and n >= 1e15 and n < 9007199254740992 then
+    -- A counter drawn from the clock, exact as a number: lib/token.lua's
+    -- token_next, inline.
+    redis.call('pexpire', KEYS[2], ARGV[1])
+    redis.call('hset', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return n
+  end
+else
+  held = redis.call('hget', KEYS[1], ARGV[2])
+  if not held then
+    return '0 ' .. string.format('%d', redis.call('pttl', KEYS[1]))
+  end
+end
 --!include reply
 --!include token
-if redis.call('exists', KEYS[1]) == 0 then
-  local token, err = token_draw(KEYS[2], ARGV[1])
+if not held then
+  -- The free lock, its counter's INCR made: new (below 10^15), refused, or
+  -- past 2^53.
+  local token, err = token_draw(KEYS[2], ARGV[1], nil, n)
   if not token then
     return redis.error_reply('ERR ' .. err)
   end
@@ -27,12 +55,6 @@ if redis.call('exists', KEYS[1]) == 0 then
   redis.call('pexpire', KEYS[1], ARGV[1])
   return reply(1, token, 1)
 end
-local held = redis.call('hget', KEYS[1], ARGV[2])
-if not held then
-  return reply(0, redis.call('pttl', KEYS[1]))
-end
--- Defined here, past the free lock's return: a run defines no function it
--- does not call.
 --!include hold
 local err = hold_check(KEYS[1], ARGV[2], held)
 local token

@@ -29,14 +29,15 @@
 -- ARGV[5]  '1': pass the lock whoever else listens (no count is made), '0': only
 --          when nobody but the releasing client does
 --
--- Returns "2 TOKEN" when the lock passed to SUCCESSOR with the fencing token
--- TOKEN, 1 when OWNER's last hold was given up and the lock is free (the
--- message published), 0 when another owner still holds it, -1 when OWNER
--- did not hold it.
+-- Returns TOKEN, an integer of at least 10^15, or "2 TOKEN" (a counter
+-- new or past 2^53), when the lock passed to SUCCESSOR with the fencing
+-- token TOKEN, 1 when OWNER's last hold was given up and the lock is free
+-- (the message published), 0 when another owner still holds it, -1 when
+-- OWNER did not hold it. The common case, a counter drawn from the clock
+-- (lib/token.lua), is inline, defining no function (each is a closure Lua
+-- makes on every run that reaches it) and building no string.
 --
 -- Calls: not held 1, passed 7, passed new counter 8, passed over 6, another listens 4, another holds 2
---!include reply
---!include token
 if redis.call('hdel', KEYS[1], ARGV[3]) == 0 then
   return -1
 end
@@ -55,6 +56,14 @@ if type(n) ~= 'number' then
   redis.pcall('publish', KEYS[2], ARGV[1])
   return 1
 end
+if n >= 1e15 and n < 9007199254740992 then
+  redis.call('pexpire', KEYS[3], ARGV[2])
+  redis.call('hset', KEYS[1], ARGV[4], 1)
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  return n
+end
+--!include reply
+--!include token
 local token = token_next(KEYS[3], n, ARGV[2])
 redis.call('hset', KEYS[1], ARGV[4], 1)
 redis.call('pexpire', KEYS[1], ARGV[2])

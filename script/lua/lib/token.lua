@@ -18,13 +18,16 @@
 -- every token drawn from it: it does while it is drawn from, for the lease of
 -- the last draw, so locks of one name should share one lease time.
 --
--- token_draw(key, lease, t) draws a token and returns it as a decimal string
--- (exact beyond 2^53, where Lua's numbers are not), or nil and an error
--- message when the counter cannot give one (a value that is not an integer,
--- a counter at 2^63-1); a key of another type raises WRONGTYPE. Its first
--- write is an INCR that fails whole: call it after everything else that can
--- fail and before any other write. t is the reply of TIME if the script read
--- it already, else nil.
+-- token_draw(key, lease, t, n) draws a token and returns it as a decimal
+-- string (exact beyond 2^53, where Lua's numbers are not), or nil and an
+-- error message when the counter cannot give one (a value that is not an
+-- integer, a counter at 2^63-1); a key of another type raises WRONGTYPE. Its
+-- first write is an INCR that fails whole: call it after everything else
+-- that can fail and before any other write. t is the reply of TIME if the
+-- script read it already, else nil. n is the reply of that INCR, made with
+-- redis.pcall, if the script made it already (a number, or the table of a
+-- refusal), else nil: lock_acquire INCRs first and takes the common case, a
+-- counter drawn by one below 2^53, inline, calling no function.
 --
 -- token_check (lib/token_check.lua, included after this) checks a counter
 -- before a draw, for a script that must write before it knows whether it
@@ -109,8 +112,8 @@ local function token_next(key, n, lease, t)
   return string.format('%d', n)
 end
 
-local function token_draw(key, lease, t)
-  local n = redis.pcall('incr', key)
+local function token_draw(key, lease, t, n)
+  n = n or redis.pcall('incr', key)
   if type(n) == 'table' then
     if not (string.find(n.err, 'not an integer', 1, true) or string.find(n.err, 'overflow', 1, true)) then
       -- Refused for what it is, not for the value (WRONGTYPE, OOM,
