@@ -290,6 +290,11 @@ func TestTokenDraws(t *testing.T) {
 		want          uint64 // 0: from the clock
 	}{
 		{"carry", "2999999999999999", 3000000000000000},
+		// lock_acquire replies with a token below 2^53 as an integer, and
+		// with one from 2^53 as a string: both exact.
+		{"just below 2^53", "9007199254740990", 9007199254740991},
+		{"to 2^53", "9007199254740991", 9007199254740992},
+		{"past 2^53", "9007199254740994", 9007199254740995}, // odd: no float64 holds it
 		{"leading zeros", "0002999999999999999", 3000000000000000},
 		{"top", "9223372036854775806", 9223372036854775807},
 		{"foreign small", "7", 0},

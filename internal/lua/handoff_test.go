@@ -57,25 +57,37 @@ func TestHandoffOnACounterItCannotDraw(t *testing.T) {
 			}
 		})
 	}
-	t.Run("plain", func(t *testing.T) {
-		srv.Do("FLUSHALL")
-		srv.Do("HSET", name, owner, "1")
-		const counter = 1795867301656941
-		srv.Do("SET", k.Token, strconv.Itoa(counter))
-		p, err := l.ReleaseTo(ctx, c, owner, successor, "60000", false)
-		if err != nil || p.Outcome != HandedOff || p.Token != counter+1 {
-			t.Fatalf("ReleaseTo: %+v, %v; want the lock passed with token %d", p, err, counter+1)
-		}
-		if h, _ := srv.Do("HGETALL", name).AsStrMap(); len(h) != 1 || h[successor] != "1" {
-			t.Fatalf("the lock holds %v, want the successor alone", h)
-		}
-		for _, key := range []string{name, k.Token} {
-			// A full lease, less what this test's own round trips took.
-			if ms, _ := srv.Do("PTTL", key).AsInt64(); ms < 50000 || ms > 60000 {
-				t.Fatalf("%s has %dms to live, want the successor's lease of 60000", key, ms)
+	// A counter drawn from the clock below 2^53 is the script's common
+	// case, its reply the token alone, an integer; at 2^53 and above it
+	// replies "2 TOKEN", the token read back as Redis holds it.
+	for _, tt := range []struct {
+		name    string
+		counter uint64
+	}{
+		{"plain", 1795867301656941},
+		{"just below 2^53", 1<<53 - 2},
+		{"to 2^53", 1<<53 - 1},
+		{"past 2^53", 1<<53 + 2}, // to an odd token, which no float64 holds
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv.Do("FLUSHALL")
+			srv.Do("HSET", name, owner, "1")
+			srv.Do("SET", k.Token, strconv.FormatUint(tt.counter, 10))
+			p, err := l.ReleaseTo(ctx, c, owner, successor, "60000", false)
+			if err != nil || p.Outcome != HandedOff || p.Token != tt.counter+1 {
+				t.Fatalf("ReleaseTo: %+v, %v; want the lock passed with token %d", p, err, tt.counter+1)
 			}
-		}
-	})
+			if h, _ := srv.Do("HGETALL", name).AsStrMap(); len(h) != 1 || h[successor] != "1" {
+				t.Fatalf("the lock holds %v, want the successor alone", h)
+			}
+			for _, key := range []string{name, k.Token} {
+				// A full lease, less what this test's own round trips took.
+				if ms, _ := srv.Do("PTTL", key).AsInt64(); ms < 50000 || ms > 60000 {
+					t.Fatalf("%s has %dms to live, want the successor's lease of 60000", key, ms)
+				}
+			}
+		})
+	}
 }
 
 // dump is key's DUMP: its type, value and encoding.

@@ -78,3 +78,31 @@ func TestTokensWithRedissonFencedLock(t *testing.T) {
 		t.Errorf("counter %s, want the last token %d", v, tokens[len(tokens)-1])
 	}
 }
+
+// An acquire's reply is read as Redis sends it: lock_acquire's token alone,
+// an integer of at least 10^15, is the lock taken with a hold count of 1;
+// another integer is no reply of an acquire script, and an error.
+func TestParseGrantReplies(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tt := range []struct {
+		reply string // the Lua expression the script returns
+		want  Grant
+		err   bool
+	}{
+		{"1795867301656941", Grant{Acquired: true, Token: 1795867301656941, Count: 1}, false},
+		{"'1 1795867301656941 3'", Grant{Acquired: true, Token: 1795867301656941, Count: 3}, false},
+		{"'1 9223372036854775807 1'", Grant{Acquired: true, Token: 9223372036854775807, Count: 1}, false},
+		{"'0 2500'", Grant{Wait: 2500 * time.Millisecond}, false},
+		{"1", Grant{}, true},
+		{"-1", Grant{}, true},
+		{"999999999999999", Grant{}, true},
+	} {
+		g, err := ParseGrant(c.Do(ctx, c.B().Eval().Script("return "+tt.reply).Numkeys(0).Build()))
+		if (err != nil) != tt.err || g != tt.want {
+			t.Errorf("reply %s: %+v, %v; want %+v, error %v", tt.reply, g, err, tt.want, tt.err)
+		}
+	}
+}
