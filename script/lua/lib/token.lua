@@ -96,6 +96,11 @@ end
 -- else n, the counter's TTL set to lease. Its writes cannot fail: a script
 -- that has INCRed the counter by pcall itself (lock_handoff, which makes no
 -- handoff when INCR refuses) calls it after its own first write.
+-- lock_acquire and lock_handoff run its common case, n from 10^15 to below
+-- 2^53, inline before they include this (no closure made, the token
+-- replied as a number): a change to it is a change to them too
+-- (TestTokenDraws and TestHandoffOnACounterItCannotDraw cover both sides
+-- of each bound).
 local function token_next(key, n, lease, t)
   if n < 1e15 then
     -- TIME in µs, as a decimal string.
