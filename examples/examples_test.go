@@ -38,7 +38,7 @@ var runs = []struct {
 }{
 	{"basic", "basic", nil, []string{
 		`^billing holds "orders", fencing token \d+$`,
-		`^billing re-entered it: hold count 2, token \d+, higher: true$`,
+		`^billing re-entered it: hold count 2, token \d+, the same: true$`,
 		`^billing released it; shipping holds it .* later, token \d+, higher: true$`,
 		`^the 300ms lease on "nightly-job" was lost after .*: hold "nightly-job": lease: lost: the lease time ran out$`,
 	}, nil},

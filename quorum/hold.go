@@ -25,9 +25,6 @@ type claim struct {
 	alive   int            // non-nil members
 	ended   bool           // released or lost: later member events are not ours
 	timer   *time.Timer    // fires at the quorum's validity end
-
-	tokenMu sync.Mutex // one reentrant token draw at a time
-	token   uint64     // the latest token handed out on this claim
 }
 
 // claimKey is the context key under which a quorum Lease's context carries
@@ -39,7 +36,7 @@ type claimKey struct{ q *lock }
 // lease's context is cancelled when that lease ends, and context.AfterFunc
 // counts it.
 func (q *lock) newLease(ctx context.Context, members []*lease.Lease, links []*link, token uint64, drift time.Duration) *lease.Lease {
-	c := &claim{q: q, members: members, stops: make([]func() bool, len(members)), drift: drift, token: token}
+	c := &claim{q: q, members: members, stops: make([]func() bool, len(members)), drift: drift}
 	c.hold = core.NewHold(core.HoldConfig{
 		Name:  q.name,
 		Scope: q.scope,
@@ -221,26 +218,11 @@ func (c *claim) Release(ctx context.Context, _ string, all bool) error {
 	return nil
 }
 
-// reenter adds a Lease to the hold h that ctx carries. Its token is one above
-// the claim's latest, written back as a fresh acquisition's is; members that
-// cannot raise their counters give it the claim's token instead.
+// reenter adds a Lease to the hold h that ctx carries, with the hold's
+// token: the leases of one hold fence as one holder.
 func (q *lock) reenter(ctx context.Context, h *core.Hold) (*lease.Lease, error) {
-	c, _ := ctx.Value(claimKey{q}).(*claim)
-	if c == nil {
+	if c, _ := ctx.Value(claimKey{q}).(*claim); c == nil {
 		return nil, fmt.Errorf("%w: context carries the hold but not its claim", lease.ErrNotHeld)
 	}
-	c.tokenMu.Lock()
-	defer c.tokenMu.Unlock()
-	token := c.token
-	if q.raise {
-		c.mu.Lock()
-		members := append([]*lease.Lease(nil), c.members...)
-		c.mu.Unlock()
-		token++
-		if err := q.fence(ctx, members, token); err != nil {
-			return nil, fmt.Errorf("reentrant acquire: %w", err)
-		}
-		c.token = token
-	}
-	return h.NewLease(ctx, token)
+	return h.NewLease(ctx, h.Token())
 }

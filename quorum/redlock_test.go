@@ -289,8 +289,8 @@ func TestReentrancy(t *testing.T) {
 	if outer.HoldCount() != 2 || inner.HoldCount() != 2 {
 		t.Fatalf("HoldCount = %d, %d; want 2", outer.HoldCount(), inner.HoldCount())
 	}
-	if inner.Token() <= outer.Token() {
-		t.Fatalf("reentrant token %d not above %d", inner.Token(), outer.Token())
+	if inner.Token() != outer.Token() {
+		t.Fatalf("reentrant token %d, want the outer lease's %d: one hold, one holder", inner.Token(), outer.Token())
 	}
 	for i, c := range cs {
 		m, err := rlock.New(c, "re").TryAcquire(inner.Context())

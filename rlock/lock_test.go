@@ -85,8 +85,8 @@ func TestReentrancy(t *testing.T) {
 	if inner.HoldCount() != 2 || outer.HoldCount() != 2 {
 		t.Fatalf("HoldCount = %d, %d; want 2", inner.HoldCount(), outer.HoldCount())
 	}
-	if inner.Token() <= outer.Token() {
-		t.Fatalf("reentrant token %d not above %d", inner.Token(), outer.Token())
+	if inner.Token() != outer.Token() {
+		t.Fatalf("reentrant token %d, want the outer lease's %d: one hold, one holder", inner.Token(), outer.Token())
 	}
 	if n, err := l.HoldCount(inner.Context()); err != nil || n != 2 {
 		t.Fatalf("HoldCount = %d, %v; want 2", n, err)

@@ -29,6 +29,7 @@ type Keys struct {
 	SemaphoreClaims  string // leasehold_semaphore_claims:{NAME}: waiters for several permits
 	Leader           string // {NAME}:leader: an election leader's value, token and owner
 	ElectionChannel  string // leasehold_election__channel:{NAME}: WakeAllMessage on a new leader or value
+	Wanted           string // leasehold_lock_wanted:{NAME}: a waiter that does not listen wants the lock; PTTL: its next try
 }
 
 // KeysOf derives the keys of the locks named name. Every key hashes to the
@@ -48,6 +49,7 @@ func KeysOf(name string) Keys {
 		SemaphoreClaims:  prefixed("leasehold_semaphore_claims", name),
 		Leader:           suffixed(name, "leader"),
 		ElectionChannel:  prefixed("leasehold_election__channel", name),
+		Wanted:           prefixed("leasehold_lock_wanted", name),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -18,8 +19,15 @@ var sources embed.FS
 // compose splices in: the line "--!include NAME" becomes lua/lib/NAME.lua.
 // Lua in Redis has no require, so helpers shared by several scripts (the fair
 // lock's prune and tell_head) are written once and copied in here, at package
-// initialisation, rather than by hand into each script.
+// initialisation, rather than by hand into each script. A helper that is
+// code inline rather than functions takes arguments: "--!include NAME A B"
+// splices it with $1 replaced by A and $2 by B (lib/token_fast.lua is the
+// common case of a fencing token's draw, run where each script has the
+// counter's key and the lease).
 const includeMarker = "--!include "
+
+// param is a helper's parameter, $1 to $9.
+var param = regexp.MustCompile(`\$[1-9]`)
 
 // Script is one Lua script as Redis runs it. Its source's header names its
 // KEYS, its ARGV and its replies.
@@ -55,9 +63,10 @@ func load(fsys fs.FS) []Script {
 }
 
 // compose returns the source of lua/NAME.lua in fsys with each include line
-// replaced by the helper it names. A missing file, an unknown helper, a helper
-// included twice, any other line that starts with "--!", and a helper that
-// holds such a line itself (helpers include nothing) all panic.
+// replaced by the helper it names, its arguments in place of its parameters.
+// A missing file, an unknown helper, a helper included twice, a parameter
+// left without its argument, any other line that starts with "--!", and a
+// helper that holds such a line itself (helpers include nothing) all panic.
 func compose(fsys fs.FS, name string) string {
 	file := "lua/" + name + ".lua"
 	src, err := fs.ReadFile(fsys, file)
@@ -72,10 +81,12 @@ func compose(fsys fs.FS, name string) string {
 			continue
 		}
 		directive := strings.TrimRight(line, "\r\n")
-		lib, ok := strings.CutPrefix(directive, includeMarker)
-		if !ok || lib == "" {
+		rest, ok := strings.CutPrefix(directive, includeMarker)
+		args := strings.Fields(rest)
+		if !ok || len(args) == 0 {
 			panic(fmt.Sprintf("script: %s: %q is not %sNAME", file, directive, includeMarker))
 		}
+		lib, args := args[0], args[1:]
 		if included[lib] {
 			panic(fmt.Sprintf("script: %s: %q: included twice", file, directive))
 		}
@@ -86,6 +97,12 @@ func compose(fsys fs.FS, name string) string {
 		}
 		if bytes.HasPrefix(body, []byte("--!")) || bytes.Contains(body, []byte("\n--!")) {
 			panic(fmt.Sprintf("script: %s: %q: a helper includes nothing", file, directive))
+		}
+		for i, a := range args {
+			body = bytes.ReplaceAll(body, []byte(fmt.Sprintf("$%d", i+1)), []byte(a))
+		}
+		if p := param.Find(body); p != nil {
+			panic(fmt.Sprintf("script: %s: %q: no argument for %s", file, directive, p))
 		}
 		b.Write(body)
 		if !bytes.HasSuffix(body, []byte("\n")) {

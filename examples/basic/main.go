@@ -56,8 +56,9 @@ func run(addr string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("billing re-entered it: hold count %d, token %d, higher: %v\n",
-		inner.HoldCount(), inner.Token(), inner.Token() > outer.Token())
+	// One hold, one holder: the inner lease fences with the outer's token.
+	fmt.Printf("billing re-entered it: hold count %d, token %d, the same: %v\n",
+		inner.HoldCount(), inner.Token(), inner.Token() == outer.Token())
 
 	// Shipping waits; nothing polls: the release will wake it.
 	waiting := rlock.New(shipping, "orders").AcquireAsync(ctx)

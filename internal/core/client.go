@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/leasehold/leasehold/internal/handoff"
 	"github.com/leasehold/leasehold/internal/hub"
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
@@ -61,6 +62,7 @@ type Client struct {
 	id     string
 	opts   Options
 	hub    *hub.Hub
+	lines  *handoff.Lines
 	keeper *Keeper
 	seq    atomic.Uint64
 	ctx    context.Context // cancelled when Close begins
@@ -99,6 +101,7 @@ func NewClient(rc rueidis.Client, owned bool, o Options) *Client {
 	// called only by waiters, once NewClient has returned.
 	hubOpts = append(hubOpts, hub.Tracker(func(key string) { c.keeper.Watch(key) }))
 	c.hub = hub.NewHub(rc, hubOpts...)
+	c.lines = handoff.New(c.hub)
 	c.keeper = NewKeeper(rc, o.Watchdog, o.Sharded, c.Warn, WaitReplicas(o.Replicas, o.ReplicaTimeout), Hints(c.hub.InvalidateKeys))
 	c.ctx, c.cancel = ctx, cancel
 	return c
@@ -177,6 +180,10 @@ func (c *Client) Redis() rueidis.Client { return c.rc }
 
 // Hub is the event hub.
 func (c *Client) Hub() *hub.Hub { return c.hub }
+
+// Lines are the lines of the Client's waiters that a release may pass a
+// lock to.
+func (c *Client) Lines() *handoff.Lines { return c.lines }
 
 // Keeper is the lease keeper.
 func (c *Client) Keeper() *Keeper { return c.keeper }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/leasehold/leasehold/internal/hub"
 	"github.com/leasehold/leasehold/internal/leasestate"
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/internal/retry"
@@ -70,11 +68,11 @@ type HoldConfig struct {
 }
 
 // Pass is how a lock's last release passes it to a waiter of its own
-// Client in one script (lua.Handoff), when nobody else listens for it: one
-// per lock, shared by its holds.
+// Client in one script (lua.Handoff), through the waiters' line
+// (internal/handoff): one per lock, shared by its holds.
 type Pass struct {
 	Client  *Client
-	Channel string // the lock's channel, where its waiters are registered
+	Channel string // the lock's channel, which names its line
 	To      lua.Handoff
 	holds   atomic.Int64
 }
@@ -115,9 +113,10 @@ type Hold struct {
 
 	mu        sync.Mutex
 	state     state
-	err       error // why the hold was lost
-	leases    int   // Leases not yet released
-	releasing bool  // the last Lease's release is in flight: not renewed, not read
+	err       error  // why the hold was lost
+	leases    int    // Leases not yet released
+	token     uint64 // the first Lease's fencing token, every re-entry's too
+	releasing bool   // the last Lease's release is in flight: not renewed, not read
 	// unconfirmed: a release of the last Lease was sent and not confirmed,
 	// so Redis may have applied it; the hold found gone is then released.
 	unconfirmed bool
@@ -297,11 +296,23 @@ func (h *Hold) NewLease(parent context.Context, token uint64) (*lease.Lease, err
 		return nil, Errorf("acquire", h.cfg.Name, "%w", lease.ErrNotHeld)
 	}
 	h.leases++
+	if h.token == 0 {
+		h.token = token
+	}
 	var since time.Time
 	if h.cfg.Observer != nil {
 		since = time.Now()
 	}
 	return AsLease(leasestate.NewLease(h, parent, token, since)), nil
+}
+
+// Token is the hold's fencing token, its first Lease's: a re-entry's Lease
+// fences as the same holder, so the outer Lease's write after an inner one's
+// is accepted and a later holder's token is above them all.
+func (h *Hold) Token() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.token
 }
 
 // Lose ends the hold as lost with cause: every Lease's context is cancelled,
@@ -731,51 +742,29 @@ func (h *Hold) releaseRetrying(ctx context.Context, all bool) error {
 }
 
 // passOn gives every hold of the owner up and passes the lock to a waiter
-// of the same Client, if one is waiting and nobody else listens (see
-// lua.Handoff), and reports whether it ran the handoff, with the outcome
-// for the owner as giveUp words it. A waiter it claimed gets the lock
-// (Grant), or is woken to try (Unclaim). One that left meanwhile has what
-// the pass may have left under its owner given back.
+// of the same Client, or publishes it for others who want it, when a
+// waiter of this Client stands in the lock's line (see handoff.Lines.Release),
+// and reports whether it ran the handoff, with the outcome for the owner as
+// giveUp words it. What the pass may have left under a waiter that left
+// meanwhile is given back.
 func (h *Hold) passOn(ctx context.Context, all bool) (bool, error) {
 	p := h.cfg.Pass
 	if p == nil || !all || h.keep() > 0 {
 		return false, nil
 	}
-	w, successor, leaseMs, over := p.Client.Hub().Claim(p.Channel)
-	if w == nil {
-		return false, nil
-	}
-	sent := time.Now()
-	r, err := p.To.ReleaseTo(ctx, h.cfg.Redis, h.cfg.Owner, successor, leaseMs, over)
-	if err == nil && r.Outcome == lua.HandedOff {
-		if !w.Grant(hub.Handoff{Token: r.Token, Sent: sent}) {
-			h.giveBack(successor)
-			return true, nil
-		}
-		if !over {
-			// The script counted nobody else listening: this pass passed
-			// over no one, and the next PassOver need not count again.
-			p.Client.Hub().EndPasses(p.Channel, sent)
-		}
-		// The successor, readied by Grant, runs next on this P: the lock
-		// it holds now waits for no more of this release than its return
-		// (as sync.Mutex hands off to a waiter in starvation mode).
-		runtime.Gosched()
-		return true, nil
-	}
-	if left := !w.Unclaim(); left && retry.Classify(err) == retry.Unknown {
-		// The pass may have run, and its waiter is gone.
-		h.giveBack(successor)
+	r, err := p.Client.Lines().Release(ctx, h.cfg.Redis, p.To, p.Channel, h.cfg.Owner)
+	if r.GiveBack != "" {
+		h.giveBack(r.GiveBack)
 	}
 	switch {
+	case !r.Ran:
+		return false, nil
 	case err != nil && !retry.Transient(err):
 		return true, RedisErr("release", h.cfg.Name, err)
 	case err != nil:
 		return true, err
 	case r.Outcome == lua.NotHeld:
 		return true, lease.ErrNotHeld
-	case r.Outcome == lua.Freed:
-		p.Client.Hub().EndPasses(p.Channel, sent)
 	}
 	return true, nil
 }
@@ -805,10 +794,6 @@ func (h *Hold) giveUp(ctx context.Context, requestID string, all bool) error {
 	if h.cfg.Protocol == nil {
 		return h.cfg.Members.Release(ctx, requestID, all)
 	}
-	var sent time.Time
-	if h.cfg.Pass != nil {
-		sent = time.Now()
-	}
 	n, err := h.cfg.Protocol.Release(ctx, h.cfg.Redis, h.cfg.Owner, requestID, all, h.keep())
 	switch {
 	case err != nil && !retry.Transient(err):
@@ -817,8 +802,6 @@ func (h *Hold) giveUp(ctx context.Context, requestID string, all bool) error {
 		return err
 	case n == lua.NotHeld:
 		return lease.ErrNotHeld
-	case n == lua.Freed && h.cfg.Pass != nil:
-		h.cfg.Pass.Client.Hub().EndPasses(h.cfg.Pass.Channel, sent)
 	}
 	return nil
 }

@@ -9,13 +9,14 @@ package engine
 import (
 	"context"
 	"errors"
-
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold/internal/core"
+	"github.com/leasehold/leasehold/internal/handoff"
 	"github.com/leasehold/leasehold/internal/hub"
 	"github.com/leasehold/leasehold/internal/keyslot"
 	"github.com/leasehold/leasehold/internal/lua"
@@ -47,10 +48,16 @@ type Engine struct {
 	// when its channel carries counts).
 	watchOpts []hub.WatchOption
 	// pass lets a release pass the lock to a waiter of the same Client
-	// (lua.Handoff), and such waiters Offer themselves with leaseMs; nil
-	// where the kind cannot, or the lock must not (see passes).
+	// (lua.Handoff), and such waiters stand in the lock's line with
+	// leaseMs; nil where the kind cannot, or the lock must not (see passes).
 	pass    *core.Pass
 	leaseMs string
+	// wanter leaves the marks of waiters that do not listen (lua.Wanter);
+	// nil where the lock is never passed. tried is when a TryAcquire last
+	// failed (unix ns; 0 after one won): the next one, if it fails, says
+	// it will be back after as long.
+	wanter lua.Wanter
+	tried  atomic.Int64
 }
 
 // New returns the engine of the lock name on c, of the kind p, configured by
@@ -67,6 +74,7 @@ func New(c *core.Client, name string, cfg core.LockConfig, p lua.Protocol) *Engi
 		if to, ok := p.(lua.Handoff); ok && passes(c, cfg) {
 			ch, _ := p.Wakeup("")
 			e.pass, e.leaseMs = &core.Pass{Client: c, Channel: ch, To: to}, lua.Ms(cfg.TTL())
+			e.wanter, _ = p.(lua.Wanter)
 		}
 	}
 	return e
@@ -217,7 +225,15 @@ func (e *Engine) acquire(c *call) (*lease.Lease, error) {
 		}
 	}
 	c.attempts++
-	ls, g, err := e.attempt(c.ctx, c.op, owner, c.wait)
+	want := e.want(c.wait)
+	ls, g, err := e.attempt(c.ctx, c.op, owner, c.wait, want)
+	if e.pass != nil && !c.wait {
+		e.tryOutcome(ls != nil, err)
+	}
+	if ls != nil && e.pass != nil {
+		// A turn of this Client on the lock begins.
+		e.client.Lines().Won(e.pass.Channel)
+	}
 	if ls != nil || (err != nil && !retry.Transient(err)) {
 		return ls, err
 	}
@@ -231,6 +247,34 @@ func (e *Engine) acquire(c *call) (*lease.Lease, error) {
 		owner = e.client.NewOwner() // the first is being undone: see attempt
 	}
 	return e.wait(c, owner, mark, g, err)
+}
+
+// want is how long until the next TryAcquire, for a TryAcquire's attempt
+// on a lock that may be passed: as long as since the last one, which
+// failed, when that is at most handoff.MaxDelay; else 0, no mark (see
+// handoff.Want).
+func (e *Engine) want(wait bool) time.Duration {
+	if wait || e.wanter == nil {
+		return 0
+	}
+	last := e.tried.Load()
+	if last == 0 {
+		return 0
+	}
+	if d := time.Duration(time.Now().UnixNano() - last); d > 0 && d <= handoff.MaxDelay {
+		return d
+	}
+	return 0
+}
+
+// tryOutcome records a TryAcquire's outcome for the next one's mark.
+func (e *Engine) tryOutcome(won bool, err error) {
+	switch {
+	case won:
+		e.tried.Store(0)
+	case err == nil:
+		e.tried.Store(time.Now().UnixNano())
+	}
 }
 
 // held is the hold of this lock that ctx carries, for a re-entry: nil when
@@ -284,13 +328,22 @@ func (e *Engine) pause(g lua.Grant, err error, b backoff.BackOff) time.Duration 
 	}
 }
 
-// attempt makes one try for owner and turns a success into a Lease. After a
-// try whose outcome is unknown (a transport error), the owner belongs to the
+// attempt makes one try for owner and turns a success into a Lease. With
+// want, the try of a waiter that does not listen leaves its mark if it
+// fails, saying it tries again in want (see handoff.Want). After a try
+// whose outcome is unknown (a transport error), the owner belongs to the
 // undo running in the background: the caller must not try under it again.
-func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lease.Lease, lua.Grant, error) {
+func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool, want time.Duration) (*lease.Lease, lua.Grant, error) {
 	ttl := e.cfg.TTL()
 	sent := time.Now()
-	g, err := e.proto.Try(ctx, e.client.Redis(), owner, wait)
+	var g lua.Grant
+	var err error
+	if want > 0 && e.wanter != nil {
+		delay, margin := handoff.Want(want, ttl)
+		g, err = e.wanter.TryWanting(ctx, e.client.Redis(), owner, delay, margin)
+	} else {
+		g, err = e.proto.Try(ctx, e.client.Redis(), owner, wait)
+	}
 	if err != nil {
 		switch retry.Classify(err) {
 		case retry.Unknown:
@@ -351,7 +404,7 @@ func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool) (*lea
 // adopt turns a lock passed to owner, a waiter of this lock, by a release of
 // the same Client (see lua.Handoff) into a Lease, as attempt turns a won
 // attempt into one. On failure the lock is given back.
-func (e *Engine) adopt(ctx context.Context, op, owner string, g hub.Handoff) (*lease.Lease, error) {
+func (e *Engine) adopt(ctx context.Context, op, owner string, g handoff.Pass) (*lease.Lease, error) {
 	h := core.NewHold(core.HoldConfig{
 		Name:     e.name,
 		Kind:     e.proto.Is().Kind.Name,
@@ -451,7 +504,8 @@ func (e *Engine) reenter(ctx context.Context, op string, h *core.Hold) (*lease.L
 		h.Lose(cause)
 		return nil, core.Errorf(op, e.name, "%w", cause)
 	}
-	return h.NewLease(ctx, g.Token)
+	// The hold's token: its leases fence as one holder.
+	return h.NewLease(ctx, h.Token())
 }
 
 // cleanup undoes, in the background, an attempt whose outcome is unknown.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/leasehold/leasehold/internal/handoff"
 	"github.com/leasehold/leasehold/internal/hub"
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/internal/retry"
@@ -31,13 +32,16 @@ type waiting struct {
 	// poked is signalled (buffer 1) by the keeper when it finds the owner's
 	// place gone (a kind whose waiters keep one: see lua.Keep); unkeep
 	// stops that keeping. Both nil for other kinds.
-	poked  chan struct{}
-	unkeep func()
-	held   bool // an attempt won: the owner's traces are the lease's now
-	passOn bool // the wait ended on a wake-up that may have been ours
-	// handoff is the lock a release of the same Client passed the owner,
+	poked    chan struct{}
+	unkeep   func()
+	held     bool // an attempt won: the owner's traces are the lease's now
+	wakeNext bool // the wait ended on a wake-up that may have been ours
+	// cand stands in the lock's line, for a lock a release of the same
+	// Client may pass (Engine.pass); nil otherwise.
+	cand *handoff.Candidate
+	// passed is the lock a release of the same Client passed the owner,
 	// once received.
-	handoff *hub.Handoff
+	passed *handoff.Pass
 }
 
 // wait runs attempts under owner until one holds the lock, c's ctx ends or
@@ -64,10 +68,10 @@ func (e *Engine) wait(c *call, owner string, mark hub.Mark, g lua.Grant, err err
 		if err := s.sleep(); err != nil {
 			return nil, err
 		}
-		if s.handoff != nil {
+		if s.passed != nil {
 			// Passed the lock by a release: held under the owner now.
 			s.held = true
-			return e.adopt(s.c.ctx, s.c.op, s.owner, *s.handoff)
+			return e.adopt(s.c.ctx, s.c.op, s.owner, *s.passed)
 		}
 		if ls, done, err := s.try(); done {
 			return ls, err
@@ -95,17 +99,27 @@ func (s *waiting) register() error {
 		return err
 	}
 	s.w, s.ready = w, w.Ready()
-	s.offer()
+	s.stand()
 	s.keep()
 	return nil
 }
 
-// offer lets a release of the same Client pass the lock to the owner, for a
-// lock that may be so passed (Engine.pass).
-func (s *waiting) offer() {
-	if s.e.pass != nil {
-		s.w.Offer(s.owner, s.e.leaseMs)
+// stand puts the owner in the lock's line, for a lock that a release of
+// the same Client may pass it (Engine.pass).
+func (s *waiting) stand() {
+	if p := s.e.pass; p != nil {
+		ch, key := s.e.proto.Wakeup(s.owner)
+		s.cand = s.e.client.Lines().Stand(s.w, ch, key, s.owner, s.e.leaseMs)
 	}
+}
+
+// passes receives the lock passed to the owner; nil, never ready, for a
+// waiter that stands in no line.
+func (s *waiting) passes() <-chan handoff.Pass {
+	if s.cand == nil {
+		return nil
+	}
+	return s.cand.Passed()
 }
 
 // keep has the keeper keep the owner's place while it waits, for a kind
@@ -151,8 +165,8 @@ func (s *waiting) sleep() error {
 	case <-s.t.C():
 	case <-s.poked:
 		// The keeper found the owner's place gone: try again for one.
-	case g := <-s.w.Granted():
-		s.handoff = &g
+	case p := <-s.passes():
+		s.passed = &p
 	}
 	return nil
 }
@@ -160,14 +174,28 @@ func (s *waiting) sleep() error {
 // try makes one attempt and says whether the wait is over (with the lease,
 // or the error that ends it); if not, it sets the timer for the next.
 func (s *waiting) try() (ls *lease.Lease, done bool, err error) {
-	if !s.w.Begin() {
-		// A release of this Client is passing the lock to the owner:
-		// the lock, or a wake-up, is on its way.
-		return nil, false, nil
+	if s.cand != nil {
+		if ok, until := s.cand.MayTry(time.Now()); !ok {
+			// A release of this Client is passing the lock to the owner
+			// (the lock, or a wake-up, is on its way), or the Client
+			// yields to a waiter elsewhere until then.
+			if !until.IsZero() {
+				s.t.Reset(time.Until(until))
+			}
+			return nil, false, nil
+		}
 	}
 	s.c.attempts++
-	ls, g, err := s.e.attempt(s.c.ctx, s.c.op, s.owner, true)
-	s.w.End()
+	// A waiter that does not listen polls, and leaves its mark: when it
+	// tries next.
+	var want time.Duration
+	if !s.w.Listening() {
+		want = handoff.PollEvery
+	}
+	ls, g, err := s.e.attempt(s.c.ctx, s.c.op, s.owner, true, want)
+	if s.cand != nil {
+		s.cand.Tried(ls != nil)
+	}
 	switch {
 	case ls != nil:
 		s.held = true
@@ -175,7 +203,7 @@ func (s *waiting) try() (ls *lease.Lease, done bool, err error) {
 	case err != nil && !retry.Transient(err):
 		return nil, true, err
 	case err != nil && s.c.ctx.Err() != nil:
-		s.passOn = true // our attempt may have been the one a wake-up was for
+		s.wakeNext = true // our attempt may have been the one a wake-up was for
 		return nil, true, s.e.ctxErr(s.c.ctx, s.c.op, err)
 	case err != nil && retry.Classify(err) == retry.Pause:
 		// Redis did not run the script (BUSY, LOADING, a failover): the
@@ -191,7 +219,11 @@ func (s *waiting) try() (ls *lease.Lease, done bool, err error) {
 		s.last = nil
 		s.track()
 	}
-	s.t.Reset(s.e.pause(g, err, s.b))
+	d := s.e.pause(g, err, s.b)
+	if want > 0 {
+		d = min(d, want)
+	}
+	s.t.Reset(d)
 	return nil, false, nil
 }
 
@@ -205,10 +237,13 @@ func (s *waiting) newOwner() error {
 	s.stopKeeping()
 	s.owner = s.e.client.NewOwner()
 	if s.e.channel(s.owner) == s.e.channel(prev) {
-		s.offer()
+		if s.cand != nil {
+			s.cand.Reown(s.owner)
+		}
 		s.keep()
 		return nil
 	}
+	s.leaveLine()
 	s.w.Leave(false)
 	if err := s.register(); err != nil {
 		s.w = nil
@@ -228,15 +263,25 @@ func (s *waiting) stop() {
 	if !s.held {
 		s.e.abandon(s.owner)
 	}
+	s.leaveLine()
 	if s.w != nil {
-		s.w.Leave(!s.held && s.passOn)
-		if !s.held {
-			select {
-			case <-s.w.Granted():
-				// Passed the lock as the wait ended: give it back.
-				s.e.releaseNow(s.owner)
-			default:
-			}
+		s.w.Leave(!s.held && s.wakeNext)
+	}
+}
+
+// leaveLine takes the owner out of the lock's line, giving back a lock
+// passed to it as the wait ended.
+func (s *waiting) leaveLine() {
+	if s.cand == nil {
+		return
+	}
+	s.cand.Leave()
+	if !s.held {
+		select {
+		case <-s.cand.Passed():
+			s.e.releaseNow(s.owner)
+		default:
 		}
 	}
+	s.cand = nil
 }

@@ -18,12 +18,12 @@ type waiter interface {
 	C() <-chan struct{}
 	Track(ctx context.Context) error
 	Missed(m hub.Mark) bool
-	Leave(passOn bool)
-	// The handoff from a release of the same Client (see hub.Hub.Claim).
-	Offer(owner, lease string)
-	Begin() bool
-	End()
-	Granted() <-chan hub.Handoff
+	Leave(wakeNext bool)
+	// Listening, Wake and Events make it a candidate of a lock's line
+	// (see internal/handoff).
+	Listening() bool
+	Wake()
+	Events() uint64
 }
 
 // hubWatcher is the watcher of a Client's hub.

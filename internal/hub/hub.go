@@ -32,19 +32,12 @@ type Hub struct {
 	tracker func(key string)
 
 	wakeups atomic.Uint64
-	offers  atomic.Int64 // waiters that Offered themselves: Claim takes no lock while there are none
 	mu      sync.Mutex
 	topics  map[string]*topic   // channel -> live topic
 	byKey   map[string][]*topic // lock key -> topics woken by its invalidation
 	tracked map[string]struct{} // lock keys the tracker read and Redis has not invalidated since
-	muted   map[string]struct{} // tracked keys whose next invalidation is a handoff's own write (see Mute)
+	muted   map[string]struct{} // tracked keys whose next invalidation is a pass's own write (see Mute)
 	closing map[string]*topic   // channel -> topic still unsubscribing
-	// passed counts, by channel, the locks passed (Grant) since the
-	// Client's last release of the lock that published, or passed it with
-	// nobody else listening (see EndPasses);
-	// passing is its length.
-	passed  map[string]passes
-	passing atomic.Int64
 	closed  bool
 	done    chan struct{}   // closed by Close
 	quit    context.Context // bounds the unsubscriptions once Close has begun
@@ -64,7 +57,6 @@ func NewHub(rc rueidis.Client, opts ...HubOption) *Hub {
 		tracked: make(map[string]struct{}),
 		muted:   make(map[string]struct{}),
 		closing: make(map[string]*topic),
-		passed:  make(map[string]passes),
 		done:    make(chan struct{}),
 		quit:    context.Background(),
 	}
@@ -128,39 +120,6 @@ type Waiter struct {
 	t      *topic
 	c      chan struct{}
 	weight int // permits it waits for, on a counted channel
-	// A waiter that Offers itself may be passed the lock by a release of
-	// the same Client (see Claim): its owner and lease, its state under
-	// Hub.mu, and where the Handoff comes.
-	owner, lease string
-	state        handState
-	granted      chan Handoff
-}
-
-// handState is where a waiter that Offered itself stands with a handoff.
-type handState int
-
-const (
-	idle    handState = iota // sleeping: a release may claim it
-	trying                   // its own attempt is in flight: not claimed
-	claimed                  // a release is passing it the lock
-	granted                  // passed: the Handoff is in Granted
-	gone                     // it left while claimed: the release undoes the pass
-)
-
-// passes counts the locks passed on a channel in a row (see Hub.passed):
-// how many, and when the release that passed the last was sent.
-type passes struct {
-	n    int
-	last time.Time
-}
-
-// Handoff is a lock passed to a waiter by a release of its Client.
-type Handoff struct {
-	// Token is the waiter's fencing token.
-	Token uint64
-	// Sent is when the release that passed it was sent: the waiter's
-	// lease runs from then.
-	Sent time.Time
 }
 
 // A WatchOption configures one Watch.
@@ -299,20 +258,13 @@ func (w *Waiter) Track(ctx context.Context) error {
 }
 
 // Leave unregisters the waiter. A wake-up it received but did not act on is
-// handed to the next waiter, and so is one when passOn is set (the waiter
+// handed to the next waiter, and so is one when wakeNext is set (the waiter
 // gives up after being woken, or without knowing whether its last attempt
 // took the lock). The last waiter to leave drops the subscription.
-func (w *Waiter) Leave(passOn bool) {
+func (w *Waiter) Leave(wakeNext bool) {
 	h, t := w.h, w.t
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if w.owner != "" {
-		h.offers.Add(-1)
-		if w.state == claimed {
-			w.state = gone
-		}
-		w.owner = ""
-	}
 	for i, o := range t.waiters {
 		if o == w {
 			t.waiters = append(t.waiters[:i], t.waiters[i+1:]...)
@@ -321,10 +273,10 @@ func (w *Waiter) Leave(passOn bool) {
 	}
 	select {
 	case <-w.c:
-		passOn = true
+		wakeNext = true
 	default:
 	}
-	if passOn {
+	if wakeNext {
 		h.wakeOne(t)
 	}
 	if len(t.waiters) == 0 && h.topics[t.channel] == t {
@@ -652,161 +604,50 @@ func (h *Hub) hint(t *topic) {
 	})
 }
 
-// Offer makes the waiter one that a release of the same Client may pass
-// the lock to (see Claim), as owner with a lease of lease (in the scripts'
-// milliseconds); called again after the waiter's owner changed. Only the
-// waiter's own goroutine calls it.
-func (w *Waiter) Offer(owner, lease string) {
-	h := w.h
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if w.owner == "" {
-		h.offers.Add(1)
-	}
-	if w.granted == nil {
-		w.granted = make(chan Handoff, 1)
-	}
-	w.owner, w.lease, w.state = owner, lease, idle
-}
-
-// PassOver is how many times in a row the releases of one Client may pass
-// a lock to its own waiters while other clients listen on the lock's
-// channel (see Claim): then a release publishes, and their waiters compete
-// for it.
-const PassOver = 4
-
-// Claim picks, for a release about to pass the lock on channel, the
-// longest-waiting waiter that Offered itself (and returns the owner and
-// lease it Offered), is not trying the lock itself
-// and whose subscription is confirmed (so that the channel's count of
-// subscribers includes this Client), and reserves it: until Grant or
-// Unclaim it makes no attempt of its own (Begin says so). nil when there is
-// none; it then takes no lock when no waiter of the hub Offered itself.
-// over reports whether the release may pass the lock even though other
-// clients listen: fewer than PassOver locks were passed on the channel
-// since the hub's Client last released it with a message, or passed it
-// when nobody else listened (EndPasses).
-func (h *Hub) Claim(channel string) (w *Waiter, owner, lease string, over bool) {
-	if h.offers.Load() == 0 {
-		return nil, "", "", false
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	t := h.topics[channel]
-	if t == nil {
-		return nil, "", "", false
-	}
+// Listening reports whether the waiter's channel is subscribed: a release's
+// message reaches it, and the channel's count of listeners includes this
+// hub's connection.
+func (w *Waiter) Listening() bool {
 	select {
-	case <-t.ready:
+	case <-w.t.ready:
+		return true
 	default:
-		return nil, "", "", false
-	}
-	for _, w := range t.waiters {
-		if w.owner != "" && w.state == idle {
-			w.state = claimed
-			return w, w.owner, w.lease, h.passed[channel].n < PassOver
-		}
-	}
-	return nil, "", "", false
-}
-
-// EndPasses ends the count of locks passed on channel (see Claim): a
-// release of the hub's Client, sent at sent, freed the lock and published
-// its message, for which other clients' waiters compete, or passed it
-// having counted nobody else listening, so that it passed over no one. A
-// lock passed by a release sent after it (its holder took the lock after
-// that release) keeps the count: it belongs to the streak that release
-// began.
-func (h *Hub) EndPasses(channel string, sent time.Time) {
-	if h.passing.Load() == 0 {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if p, ok := h.passed[channel]; ok && !p.last.After(sent) {
-		delete(h.passed, channel)
-		h.passing.Add(-1)
-	}
-}
-
-// Grant hands the claimed waiter the lock its release passed it, and
-// reports whether it was still waiting; false: it left meanwhile, and the
-// lock held under its owner must be given back by the caller. The tracked
-// key's next invalidation, the pass's own write, wakes no one.
-func (w *Waiter) Grant(g Handoff) bool {
-	h := w.h
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if w.state != claimed {
 		return false
 	}
-	w.state = granted
-	w.granted <- g // buffered, and granted once per claim
-	p, ok := h.passed[w.t.channel]
-	if !ok {
-		h.passing.Add(1)
-	}
-	h.passed[w.t.channel] = passes{n: p.n + 1, last: g.Sent}
-	if key := w.t.key; key != "" {
-		if _, ok := h.tracked[key]; ok {
-			h.muted[key] = struct{}{}
-		}
-	}
-	return true
 }
 
-// Unclaim ends a claim that passed nothing, waking the waiter to try the
-// lock itself, and reports whether it was still waiting; false: it left,
-// and the caller gives back what the pass's unknown outcome may have left
-// held under its owner.
-func (w *Waiter) Unclaim() bool {
-	h := w.h
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if w.state != claimed {
-		return false
-	}
-	w.state = idle
+// Events counts what woke or would have woken the channel's waiters so far:
+// messages, invalidations, resubscriptions. internal/handoff reads it to
+// tell a release of someone else from its own.
+func (w *Waiter) Events() uint64 {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	return w.t.events
+}
+
+// Wake wakes the waiter, unless a wake-up is pending already. It does not
+// block.
+func (w *Waiter) Wake() {
 	select {
 	case w.c <- struct{}{}:
+		w.h.wakeups.Add(1)
 	default:
 	}
-	return true
 }
 
-// Begin reports whether the waiter may try the lock now, and marks it
-// trying until End: false while a release has claimed it (the lock, or
-// Unclaim's wake-up, is on its way). A waiter that did not Offer itself may
-// always try.
-func (w *Waiter) Begin() bool {
-	if w.granted == nil {
-		return true
-	}
-	w.h.mu.Lock()
-	defer w.h.mu.Unlock()
-	switch w.state {
-	case claimed, granted:
-		return false
-	}
-	w.state = trying
-	return true
-}
-
-// End ends the waiter's attempt begun with Begin.
-func (w *Waiter) End() {
-	if w.granted == nil {
+// Mute makes the next invalidation of key, if the hub tracks it, wake no
+// one: it will be the write of a lock passed to a waiter of this Client
+// (internal/handoff), which needs no attempt.
+func (h *Hub) Mute(key string) {
+	if key == "" {
 		return
 	}
-	w.h.mu.Lock()
-	defer w.h.mu.Unlock()
-	if w.state == trying {
-		w.state = idle
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.tracked[key]; ok {
+		h.muted[key] = struct{}{}
 	}
 }
-
-// Granted receives the Handoff of a lock passed to the waiter (see Grant).
-// nil for a waiter that did not Offer itself: it never receives.
-func (w *Waiter) Granted() <-chan Handoff { return w.granted }
 
 // wakeOne wakes the longest-waiting waiter that has no wake-up pending; if
 // all have one, nothing more is needed. Called with h.mu held.

@@ -120,9 +120,15 @@ func TestScriptCallsMatchHeaders(t *testing.T) {
 		}
 	}
 	// handoff passes the lock from o to a successor of the same client.
-	// With over, it passes the lock whoever else listens.
-	handoff := func(l *Lock, o string, over bool) func() error {
-		return func() error { _, err := l.ReleaseTo(ctx, c, o, "client:9", "60000", over); return err }
+	// With ask, only when nobody else wants it.
+	handoff := func(l *Lock, o string, ask bool) func() error {
+		return func() error { _, err := l.ReleaseTo(ctx, c, o, "client:9", "60000", ask, time.Millisecond); return err }
+	}
+	// want runs lock_want for o: due to try in delay.
+	want := func(l *Lock, o string, delay time.Duration) func() error {
+		return func() error {
+			return lockWant.exec(ctx, c, l.wantKeys, []string{o, Ms(delay), "5"}).Error()
+		}
 	}
 	// listen subscribes another connection to the lock's channel, as a
 	// waiter's client is, until the test ends: the releasing client's
@@ -184,10 +190,16 @@ func TestScriptCallsMatchHeaders(t *testing.T) {
 		"lock_handoff": {
 			"not held":           {nil, handoff(lock, owner, false)},
 			"passed":             {with(try(lock, owner, true)), handoff(lock, owner, false)},
+			"passed asking":      {with(try(lock, owner, true), listen), handoff(lock, owner, true)},
 			"passed new counter": {[]func() error{try(lock, owner, true), do("DEL", k.Token)}, handoff(lock, owner, false)},
-			"passed over":        {with(try(lock, owner, true), listen, listen), handoff(lock, owner, true)},
-			"another listens":    {with(try(lock, owner, true), listen, listen), handoff(lock, owner, false)},
-			"another holds":      {with(try(lock, owner, true), do("HSET", name, other, "1")), handoff(lock, owner, false)},
+			"wanted":             {with(try(lock, owner, true), listen, listen), handoff(lock, owner, true)},
+			"another holds":      {with(try(lock, owner, true), do("HSET", name, other, "1")), handoff(lock, owner, true)},
+		},
+		"lock_want": {
+			"marked":  {with(try(lock, other, true)), want(lock, owner, time.Second)},
+			"kept":    {with(try(lock, other, true), want(lock, "client:3", time.Millisecond)), want(lock, owner, time.Second)},
+			"holding": {with(try(lock, owner, true)), want(lock, owner, time.Second)},
+			"free":    {live, want(lock, owner, time.Second)},
 		},
 		"fair_acquire": {
 			"free lock":               {live, try(fair, owner, true)},

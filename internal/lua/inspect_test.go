@@ -35,15 +35,16 @@ func TestInspect(t *testing.T) {
 
 	tests := []struct {
 		name  string
-		setup func(t *testing.T, name string) (token uint64) // the last token drawn
+		setup func(t *testing.T, name string) (token uint64) // the last token drawn (a re-entry draws none)
 		want  State                                          // Name, Token, a Leader's Term and At aside; live durations as lease
 	}{
 		{"free", func(*testing.T, string) uint64 { return 0 },
 			State{Shape: ShapeFree, Type: "none"}},
 		{"rlock", func(t *testing.T, name string) uint64 {
 			l := NewLock(name, cfg)
-			grant(t, true)(l.Try(ctx, c, "a:1", true))
-			return grant(t, true)(l.Try(ctx, c, "a:1", true))
+			tok := grant(t, true)(l.Try(ctx, c, "a:1", true))
+			grant(t, true)(l.Try(ctx, c, "a:1", true)) // a re-entry draws none
+			return tok
 		}, State{Shape: ShapeRLock, Type: "hash", TTL: lease, Holders: []Holder{{Owner: "a:1", Count: 2}}}},
 		{"rlock kept", func(t *testing.T, name string) uint64 {
 			l := NewLock(name, cfg)
@@ -77,8 +78,8 @@ func TestInspect(t *testing.T) {
 		}, State{Shape: ShapeFair, Type: "none", Waiters: []Waiter{{Owner: "b:1", Left: lease, Known: true}}}},
 		{"rw read, a writer waiting", func(t *testing.T, name string) uint64 {
 			grant(t, true)(NewRead(name, cfg).Try(ctx, c, "r:2", true))
-			grant(t, true)(NewRead(name, cfg).Try(ctx, c, "r:1", true))
 			tok := grant(t, true)(NewRead(name, cfg).Try(ctx, c, "r:1", true))
+			grant(t, true)(NewRead(name, cfg).Try(ctx, c, "r:1", true)) // a re-entry draws none
 			grant(t, false)(NewWrite(name, cfg).Try(ctx, c, "w:1", true))
 			return tok
 		}, State{Shape: ShapeRW, Type: "hash", Mode: "read", TTL: lease, Holders: []Holder{

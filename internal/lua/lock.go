@@ -20,6 +20,7 @@ var (
 	lockRenew        = load("lock_renew")
 	lockForceRelease = load("lock_force_release")
 	lockHandoff      = load("lock_handoff")
+	lockWant         = load("lock_want")
 )
 
 // Lock is the reentrant lock (rlock) on one name, its keys and arguments
@@ -30,12 +31,17 @@ type Lock struct {
 	latchPrefix  string
 	acquireKeys  []string // NAME, token
 	renewKeys    []string // NAME
-	handoffKeys  []string // NAME, channel, token
+	handoffKeys  []string // NAME, channel, token, wanted
+	wantKeys     []string // NAME, wanted
 	freeKeys     []string // NAME, channel
 	lease, latch string   // ms
 }
 
-var _ Protocol = (*Lock)(nil)
+var (
+	_ Protocol = (*Lock)(nil)
+	_ Handoff  = (*Lock)(nil)
+	_ Wanter   = (*Lock)(nil)
+)
 
 // NewLock returns the reentrant lock name with the settings of cfg.
 func NewLock(name string, cfg Config) *Lock {
@@ -46,7 +52,8 @@ func NewLock(name string, cfg Config) *Lock {
 		latchPrefix: k.UnlockLatch(""),
 		acquireKeys: []string{name, k.Token},
 		renewKeys:   []string{name},
-		handoffKeys: []string{name, k.Channel, k.Token},
+		handoffKeys: []string{name, k.Channel, k.Token, k.Wanted},
+		wantKeys:    []string{name, k.Wanted},
 		freeKeys:    []string{name, k.Channel},
 		lease:       Ms(cfg.Lease),
 		latch:       cfg.latchMs(),
@@ -70,11 +77,36 @@ func (l *Lock) Release(ctx context.Context, c rueidis.Client, owner, requestID s
 		[]string{script.UnlockMessage, l.lease, owner, l.latch, flag(all), keepMs(keep)}).AsInt64()
 }
 
+// TryWanting runs lock_acquire and, in the same round trip, lock_want: a
+// waiter that does not listen leaves its mark when it fails, and deletes it
+// when it wins.
+func (l *Lock) TryWanting(ctx context.Context, c rueidis.Client, owner string, delay, margin time.Duration) (Grant, error) {
+	_, sharded := c.(Sharded)
+	try := Call{script: lockAcquire, Keys: l.acquireKeys, Args: []string{l.lease, owner}}
+	want := Call{script: lockWant, Keys: l.wantKeys, Args: []string{owner, Ms(delay), Ms(margin)}}
+	res := c.DoMulti(ctx, try.Cmd(c, sharded), want.Cmd(c, sharded))
+	if IsNoScript(res[0].Error()) {
+		// A server without the scripts yet: one at a time, each loaded by
+		// EVAL.
+		res[0] = lockAcquire.exec(ctx, c, try.Keys, try.Args)
+		res[1] = lockWant.exec(ctx, c, want.Keys, want.Args)
+	} else if IsNoScript(res[1].Error()) {
+		res[1] = lockWant.exec(ctx, c, want.Keys, want.Args)
+	}
+	// The mark is a hint: a refused lock_want changes nothing the attempt
+	// reports.
+	return ParseGrant(res[0])
+}
+
 // ReleaseTo runs lock_handoff: give up every hold of owner and pass the
-// lock, if that frees it and nobody else listens on its channel (or
-// whoever does, with over), to successor, with a lease of lease (ms).
-func (l *Lock) ReleaseTo(ctx context.Context, c rueidis.Client, owner, successor, lease string, over bool) (Passed, error) {
-	res := lockHandoff.exec(ctx, c, l.handoffKeys, []string{script.UnlockMessage, lease, owner, successor, flag(over)})
+// lock, if that frees it, to successor with a lease of lease (ms); with
+// ask, only when nobody else wants it (see Handoff).
+func (l *Lock) ReleaseTo(ctx context.Context, c rueidis.Client, owner, successor, lease string, ask bool, ahead time.Duration) (Passed, error) {
+	a := "-1"
+	if ask {
+		a = Ms(ahead)
+	}
+	res := lockHandoff.exec(ctx, c, l.handoffKeys, []string{script.UnlockMessage, lease, owner, successor, a})
 	if n, err := res.AsInt64(); err == nil {
 		switch {
 		case n >= clockTokens:
@@ -89,13 +121,15 @@ func (l *Lock) ReleaseTo(ctx context.Context, c rueidis.Client, owner, successor
 	if err != nil {
 		return Passed{}, err
 	}
-	var buf [2]int64
+	var buf [3]int64
 	v, err := appendInts(buf[:0], s)
 	switch {
 	case err != nil:
 		return Passed{}, err
-	case len(v) == 2 && v[0] == HandedOff:
-		return Passed{Outcome: HandedOff, Token: uint64(v[1])}, nil
+	case len(v) == 3 && v[0] == HandedOff:
+		return Passed{Outcome: HandedOff, Token: uint64(v[1]), Pending: v[2] == 1}, nil
+	case len(v) == 3 && v[0] == Yielded:
+		return Passed{Outcome: Yielded, Listeners: v[1], Mark: time.Duration(v[2]) * time.Millisecond}, nil
 	}
 	return Passed{}, fmt.Errorf("lua: unexpected handoff reply %q", s)
 }

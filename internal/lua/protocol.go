@@ -67,22 +67,41 @@ func (t *Traits) Is() *Traits { return t }
 
 // A Handoff is a lock whose release can pass it to a waiter of the same
 // Client in the same script: one round trip rather than a release, its
-// message and the waiter's acquire. ReleaseTo gives up every hold of owner
-// and, if that frees the lock and nobody but the releasing Client listens
-// on its channel, makes successor its holder with a lease of lease (the
-// scripts' milliseconds); otherwise it releases as Release does. With
-// over, it passes the lock whoever else listens: the caller bounds how
-// many times in a row it passes over them.
+// message and the waiter's acquire (see internal/handoff). ReleaseTo gives
+// up every hold of owner and, if that frees the lock, makes successor its
+// holder with a lease of lease (the scripts' milliseconds). With ask, it
+// does so only when nobody else wants the lock: no other connection
+// listens on its channel, and no marked waiter (see Wanter) is due to try
+// within ahead; else it publishes and reports them (Yielded).
 type Handoff interface {
-	ReleaseTo(ctx context.Context, c rueidis.Client, owner, successor, lease string, over bool) (Passed, error)
+	ReleaseTo(ctx context.Context, c rueidis.Client, owner, successor, lease string, ask bool, ahead time.Duration) (Passed, error)
 }
 
 // Passed is the outcome of a ReleaseTo.
 type Passed struct {
-	// Outcome is HandedOff, or Release's Freed, StillHeld or NotHeld.
+	// Outcome is HandedOff, Yielded, or Release's Freed, StillHeld or
+	// NotHeld.
 	Outcome int64
 	// Token is the successor's fencing token, when HandedOff.
 	Token uint64
+	// Pending is set, when HandedOff after asking, if a marked waiter is
+	// due to try later: the next release asks again.
+	Pending bool
+	// Listeners is how many other connections listen on the lock's
+	// channel, and Mark how long a marked waiter's mark still runs (0 for
+	// none), when Yielded.
+	Listeners int64
+	Mark      time.Duration
+}
+
+// A Wanter is a lock whose waiters that do not listen on its channel (a
+// poller, a TryAcquire loop) leave a mark when they fail, so that a Client
+// passing it among its own waiters stands back for their next try (see
+// internal/handoff). TryWanting is Try, followed in the same round trip by
+// lock_want: owner, if it did not take the lock, is due to try again in
+// delay, give or take margin; if it did, its mark is deleted.
+type Wanter interface {
+	TryWanting(ctx context.Context, c rueidis.Client, owner string, delay, margin time.Duration) (Grant, error)
 }
 
 // A ForceReleaser deletes a lock whoever holds it and wakes its waiters
@@ -172,6 +191,7 @@ const (
 	StillHeld int64 = 0  // a hold was given up; the owner still holds the lock
 	Freed     int64 = 1  // the lock is free
 	HandedOff int64 = 2  // the lock passed to the successor (Handoff)
+	Yielded   int64 = 3  // the lock is free, published for others who want it (Handoff)
 )
 
 // clockTokens is where the tokens of a fencing counter drawn from the clock

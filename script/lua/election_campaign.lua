@@ -30,7 +30,7 @@
 -- INCR (HDEL, when the term was ended, writes nothing that can fail after).
 -- Replies are written as one string of space-separated values: see lib/reply.lua.
 --
--- Calls: first campaign 9, first campaign new counter 10, re-entry 11, held by another 3
+-- Calls: first campaign 9, first campaign new counter 10, re-entry 9, held by another 3
 --!include reply
 --!include token
 --!include hold
@@ -53,12 +53,21 @@ if held and redis.call('hget', KEYS[3], 'owner') ~= ARGV[2] then
   return reply(0, redis.call('pttl', KEYS[1]))
 end
 local err = held and hold_check(KEYS[1], ARGV[2], held)
-local token
-if not err then
-  token, err = token_draw(KEYS[2], ARGV[1])
-end
-if not token then
+if err then
   return redis.error_reply('ERR ' .. err)
+end
+-- A re-entry draws no token: its Lease fences with its hold's, the term.
+local token = 0
+if not held then
+  local n = redis.pcall('incr', KEYS[2])
+  token = nil
+--!include token_fast n KEYS[2] ARGV[1]
+  if not token then
+    token, err = token_draw(KEYS[2], ARGV[1], nil, n)
+    if not token then
+      return redis.error_reply('ERR ' .. err)
+    end
+  end
 end
 local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
 redis.call('pexpire', KEYS[1], ARGV[1])

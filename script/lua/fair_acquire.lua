@@ -15,7 +15,8 @@
 --          (Acquire); '0': never join (TryAcquire)
 -- ARGV[6]  wake-up message, '0'
 --
--- Returns {1, token, hold count} when OWNER holds the lock (token a decimal string),
+-- Returns {1, token, hold count} when OWNER holds the lock (token a decimal string;
+--                                0 for a re-entry, whose Lease fences with its hold's),
 --         {0, wait ms}           when it does not: how long to sleep before the
 --                                next attempt (the holder's remaining lease for
 --                                the head of the queue when that is shorter than
@@ -26,7 +27,7 @@
 -- cannot drift, and clients with skewed clocks cannot evict live waiters.
 -- Replies are written as one string of space-separated values: see lib/reply.lua.
 --
--- Calls: free lock 11, re-entry 10, held by another 8, held by another joining 12, head of the queue 16
+-- Calls: free lock 11, re-entry 7, held by another 8, held by another joining 12, head of the queue 16
 --!include reply
 redis.replicate_commands() -- TIME before writes (Redis < 5); a no-op since 7.0
 local t = redis.call('time')
@@ -47,21 +48,26 @@ local refresh = tonumber(ARGV[4])
 -- come first. The counter is checked here and drawn from after the queue is
 -- pruned, so that the draw cannot fail after a write.
 local held = redis.call('hget', KEYS[1], owner)
-local err = (held and hold_check(KEYS[1], owner, held)) or token_check(KEYS[4])
+local err
+if held then
+  err = hold_check(KEYS[1], owner, held)
+else
+  err = token_check(KEYS[4])
+end
 if err then
   return redis.error_reply('ERR ' .. err)
 end
 queue_check(KEYS[2], KEYS[3])
 
--- Re-entry by the holder.
+-- Re-entry by the holder: no token is drawn, the re-entry's Lease fences
+-- with its hold's.
 if held then
-  local token = token_draw(KEYS[4], ARGV[1], t)
   local count = redis.call('hincrby', KEYS[1], owner, 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   if prune(KEYS[2], KEYS[3], now) then
     tell_head(KEYS[1], KEYS[2], KEYS[5], ARGV[6], refresh, owner)
   end
-  return reply(1, token, count)
+  return reply(1, 0, count)
 end
 local pruned, head = prune(KEYS[2], KEYS[3], now)
 
@@ -69,7 +75,12 @@ local pruned, head = prune(KEYS[2], KEYS[3], now)
 -- never to a newcomer while others wait.
 local free = redis.call('exists', KEYS[1]) == 0
 if free and (not head or head == owner) then
-  local token = token_draw(KEYS[4], ARGV[1], t)
+  local n = redis.pcall('incr', KEYS[4])
+  local token
+--!include token_fast n KEYS[4] ARGV[1]
+  if not token then
+    token = token_draw(KEYS[4], ARGV[1], t, n)
+  end
   if head then
     -- The zset and the list change together in every script (ours and
     -- Redisson's): an owner in neither has no score to remove.

@@ -1,6 +1,6 @@
 -- lock_acquire: take the reentrant lock NAME for OWNER, or re-enter it if
--- OWNER already holds it, and draw a fencing token (Redisson's RLock and
--- RFencedLock layout).
+-- OWNER already holds it (Redisson's RLock and RFencedLock layout), drawing
+-- a fencing token when OWNER takes it.
 --
 -- KEYS[1]  NAME                        hash: OWNER -> hold count
 -- KEYS[2]  redisson_lock_token:{NAME}  fencing counter (see lib/token.lua)
@@ -9,10 +9,13 @@
 --
 -- Returns the token, an integer, when OWNER takes the free lock with a
 --         counter that draws by one below 2^53 (the common case),
---         {1, token, hold count} when OWNER takes or re-enters it otherwise
---                                (token a decimal string),
---         {0, pttl}              when another owner holds it (pttl in ms,
---                                -1: no expiry).
+--         {1, token, 1}     when OWNER takes it otherwise (token a decimal
+--                           string),
+--         {1, 0, count}     when OWNER re-enters it: no token is drawn, the
+--                           re-entry's Lease fences with its hold's token
+--                           (the leases of one hold are one holder),
+--         {0, pttl}         when another owner holds it (pttl in ms, -1: no
+--                           expiry).
 -- Everything that can fail (a key of another type, a corrupt counter, a hold
 -- count that is not an integer) fails before the first write, the token's
 -- INCR: on a free lock nothing else can fail, and a re-entry checks the
@@ -24,17 +27,15 @@
 -- defines is a closure Lua makes on every run that reaches its definition,
 -- and a reply of one number builds no string.
 --
--- Calls: free lock 5, free lock new counter 6, re-entry 6, held by another 3
-local n, held
+-- Calls: free lock 5, free lock new counter 6, re-entry 4, held by another 3
+local n, held, token
 if redis.call('exists', KEYS[1]) == 0 then
   n = redis.pcall('incr', KEYS[2])
-  if type(n) == 'number' and n >= 1e15 and n < 9007199254740992 then
-    -- A counter drawn from the clock, exact as a number: lib/token.lua's
-    -- token_next, inline.
-    redis.call('pexpire', KEYS[2], ARGV[1])
+--!include token_fast n KEYS[2] ARGV[1]
+  if token then
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    return n
+    return token
   end
 else
   held = redis.call('hget', KEYS[1], ARGV[2])
@@ -43,11 +44,12 @@ else
   end
 end
 --!include reply
---!include token
 if not held then
   -- The free lock, its counter's INCR made: new (below 10^15), refused, or
   -- past 2^53.
-  local token, err = token_draw(KEYS[2], ARGV[1], nil, n)
+--!include token
+  local err
+  token, err = token_draw(KEYS[2], ARGV[1], nil, n)
   if not token then
     return redis.error_reply('ERR ' .. err)
   end
@@ -57,13 +59,9 @@ if not held then
 end
 --!include hold
 local err = hold_check(KEYS[1], ARGV[2], held)
-local token
-if not err then
-  token, err = token_draw(KEYS[2], ARGV[1])
-end
-if not token then
+if err then
   return redis.error_reply('ERR ' .. err)
 end
 local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
 redis.call('pexpire', KEYS[1], ARGV[1])
-return reply(1, token, count)
+return reply(1, 0, count)

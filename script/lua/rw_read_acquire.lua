@@ -12,7 +12,8 @@
 -- ARGV[3]  the field WRITER:write of a write lease the caller holds on NAME
 --          (a read under a write lease is admitted), or '' for none
 --
--- Returns {1, token, hold count} when OWNER holds a read (token a decimal string),
+-- Returns {1, token, hold count} when OWNER holds a read (token a decimal string;
+--                                0 for a re-entry, whose Lease fences with its hold's),
 --         {0, wait}              when it may not (wait in ms: the holder's
 --                                pttl, or how long waiting writers still
 --                                hold readers back; -1: no expiry).
@@ -21,7 +22,7 @@
 -- INCR: the reads come first, and a re-entry checks the count it read.
 -- Replies are written as one string of space-separated values: see lib/reply.lua.
 --
--- Calls: free lock 7, free lock new counter 8, joining readers 9, re-entry 8, held by a writer 3, writer waiting 4
+-- Calls: free lock 7, free lock new counter 8, joining readers 9, re-entry 6, held by a writer 3, writer waiting 4
 --!include reply
 --!include token
 --!include hold
@@ -57,10 +58,18 @@ if not mine and mode ~= 'write' then
     end
   end
 end
-local token
-token, err = token_draw(KEYS[3], ARGV[1], t)
-if not token then
-  return redis.error_reply('ERR ' .. err)
+-- A re-entry draws no token: its Lease fences with its hold's.
+local token = 0
+if not mine then
+  local n = redis.pcall('incr', KEYS[3])
+  token = nil
+--!include token_fast n KEYS[3] ARGV[1]
+  if not token then
+    token, err = token_draw(KEYS[3], ARGV[1], t, n)
+    if not token then
+      return redis.error_reply('ERR ' .. err)
+    end
+  end
 end
 local count = 1
 if mode == false then

@@ -13,14 +13,15 @@
 -- ARGV[3]  '1': announce this writer in KEYS[3] if it must wait; '0': do not
 -- ARGV[4]  grace, ms: how much longer than its next attempt the announcement lasts
 --
--- Returns {1, token, hold count} when OWNER holds the write lock (token a decimal string),
+-- Returns {1, token, hold count} when OWNER holds the write lock (token a decimal string;
+--                                0 for a re-entry, whose Lease fences with its hold's),
 --         {0, pttl}              when another owner holds NAME (-1: no expiry).
 -- Everything that can fail (a key of another type, a corrupt counter, a hold
 -- count that is not an integer) fails before the first write, the token's
 -- INCR: the reads come first, and a re-entry checks the count it read.
 -- Replies are written as one string of space-separated values: see lib/reply.lua.
 --
--- Calls: free lock 6, free lock new counter 7, re-entry 8, held by another 3, held by another announcing 7
+-- Calls: free lock 6, free lock new counter 7, re-entry 6, held by another 3, held by another announcing 7
 --!include reply
 --!include token
 --!include hold
@@ -38,10 +39,18 @@ if fresh or held then
   -- A key of another type fails here, before the writes; a writer that
   -- announced itself while waiting withdraws.
   local announced = redis.call('zscore', KEYS[3], ARGV[2])
-  local token
-  token, err = token_draw(KEYS[2], ARGV[1])
-  if not token then
-    return redis.error_reply('ERR ' .. err)
+  -- A re-entry draws no token: its Lease fences with its hold's.
+  local token = 0
+  if fresh then
+    local n = redis.pcall('incr', KEYS[2])
+    token = nil
+--!include token_fast n KEYS[2] ARGV[1]
+    if not token then
+      token, err = token_draw(KEYS[2], ARGV[1], nil, n)
+      if not token then
+        return redis.error_reply('ERR ' .. err)
+      end
+    end
   end
   local count = 1
   if fresh then

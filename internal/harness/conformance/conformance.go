@@ -47,6 +47,7 @@ func Run(t *testing.T, s Suite) {
 		{"WatchdogKeepsLease", testWatchdogKeepsLease},
 		{"ForceReleaseHeard", testForceReleaseHeard},
 		{"Reentrancy", testReentrancy},
+		{"ReentryFencesAsOneHolder", testReentryFencesAsOneHolder},
 		{"CloseReleases", testCloseReleases},
 		{"CancelledWaitHoldsNothing", testCancelledWaitHoldsNothing},
 		{"WithReplicasNotReplicated", testWithReplicasNotReplicated},

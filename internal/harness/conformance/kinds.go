@@ -10,7 +10,9 @@ import (
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/election"
 	"github.com/leasehold/leasehold/fairqueue"
+	"github.com/leasehold/leasehold/fence"
 	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/rlock"
 	"github.com/leasehold/leasehold/rw"
 	"github.com/leasehold/leasehold/script"
 	"github.com/leasehold/leasehold/semaphore"
@@ -288,5 +290,80 @@ func testLeaderLeaseRunsOut(t *testing.T, suite Suite) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("Observe did not report %+v within 5s", want)
 		}
+	}
+}
+
+// The leases of one hold fence as one holder, in every reentrant kind: a
+// re-entry's lease has its outer lease's token, so the resource accepts the
+// outer lease's write after the inner one's (package fence, in memory and
+// in Redis), and the next holder's token, above it, fences them all out.
+func testReentryFencesAsOneHolder(t *testing.T, suite Suite) {
+	srv := suite.NewServer(t)
+	c, other := srv.Open(), srv.Open()
+	ctx := ctxTimeout(t, 30*time.Second)
+	redisFence := fence.NewRedis(srv.Raw(t))
+	type take func(ctx context.Context, name string) (*lease.Lease, error)
+	locker := func(l func(string) lease.Locker) take {
+		return func(ctx context.Context, n string) (*lease.Lease, error) { return l(n).Acquire(ctx) }
+	}
+	campaign := func(c *leasehold.Client) take {
+		return func(ctx context.Context, n string) (*lease.Lease, error) {
+			return election.New(c, n).Campaign(ctx, "v")
+		}
+	}
+	for _, k := range []struct {
+		name       string
+		mine, next take
+	}{
+		{"rlock", locker(func(n string) lease.Locker { return rlock.New(c, n) }),
+			locker(func(n string) lease.Locker { return rlock.New(other, n) })},
+		{"fairqueue", locker(func(n string) lease.Locker { return fairqueue.New(c, n) }),
+			locker(func(n string) lease.Locker { return fairqueue.New(other, n) })},
+		{"rw read", locker(func(n string) lease.Locker { return rw.New(c, n).Read() }),
+			locker(func(n string) lease.Locker { return rw.New(other, n).Write() })},
+		{"rw write", locker(func(n string) lease.Locker { return rw.New(c, n).Write() }),
+			locker(func(n string) lease.Locker { return rw.New(other, n).Write() })},
+		{"election", campaign(c), campaign(other)},
+	} {
+		t.Run(k.name, func(t *testing.T) {
+			name := "fenced-" + k.name
+			held := func(ctx context.Context, tk take) *lease.Lease {
+				t.Helper()
+				ls, err := tk(ctx, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ls
+			}
+			var gate fence.Gate
+			outer := held(ctx, k.mine)
+			inner := held(outer.Context(), k.mine)
+			if inner.Token() != outer.Token() {
+				t.Fatalf("re-entry's token %d, outer lease's %d: want one holder's", inner.Token(), outer.Token())
+			}
+			for _, ls := range []*lease.Lease{inner, outer} {
+				if err := gate.Admit(name, ls.Token()); err != nil {
+					t.Fatalf("the gate refuses a lease of the hold: %v", err)
+				}
+				if err := redisFence.Set(ctx, name+":value", "v", ls.Token()); err != nil {
+					t.Fatalf("Redis refuses a lease of the hold: %v", err)
+				}
+			}
+			release(t, inner)
+			release(t, outer)
+			next := held(ctx, k.next)
+			defer release(t, next)
+			if next.Token() <= outer.Token() {
+				t.Fatalf("next holder's token %d not above the hold's %d", next.Token(), outer.Token())
+			}
+			if err := gate.Admit(name, next.Token()); err != nil {
+				t.Fatal(err)
+			}
+			if err := redisFence.Set(ctx, name+":value", "next", next.Token()); err != nil {
+				t.Fatal(err)
+			}
+			wantErr(t, gate.Admit(name, outer.Token()), fence.ErrStale)
+			wantErr(t, redisFence.Set(ctx, name+":value", "late", outer.Token()), fence.ErrStale)
+		})
 	}
 }

@@ -18,27 +18,24 @@
 -- every token drawn from it: it does while it is drawn from, for the lease of
 -- the last draw, so locks of one name should share one lease time.
 --
--- token_draw(key, lease, t, n) draws a token and returns it as a decimal
--- string (exact beyond 2^53, where Lua's numbers are not), or nil and an
--- error message when the counter cannot give one (a value that is not an
--- integer, a counter at 2^63-1); a key of another type raises WRONGTYPE. Its
--- first write is an INCR that fails whole: call it after everything else
--- that can fail and before any other write. t is the reply of TIME if the
--- script read it already, else nil. n is the reply of that INCR, made with
--- redis.pcall, if the script made it already (a number, or the table of a
--- refusal), else nil: lock_acquire INCRs first and takes the common case, a
--- counter drawn by one below 2^53, inline, calling no function.
+-- token_draw(key, lease, t, n) draws a token from the counter key whose
+-- INCR, made with redis.pcall, replied n, when lib/token_fast.lua did not:
+-- it returns the token as a decimal string (exact beyond 2^53, where Lua's
+-- numbers are not), or nil and an error message when the counter cannot
+-- give one (a value that is not an integer, a counter at 2^63-1); a key of
+-- another type raises WRONGTYPE. Every script INCRs first and runs
+-- token_fast on the reply, so that the common case defines no function:
+-- call both after everything else that can fail and before any other
+-- write. t is the reply of TIME if the script read it already, else nil.
 --
 -- token_check (lib/token_check.lua, included after this) checks a counter
 -- before a draw, for a script that must write before it knows whether it
 -- draws.
 --
 -- Every script that includes this runs its function definitions each time:
--- each is a closure Lua makes, and collects, per run. So the hot path is
--- token_draw alone, and what a counter INCR refuses needs (decimal
--- arithmetic, the error messages) is made inside token_odd, only when it runs.
--- token_next, the draw's second half, is a function of its own for a script
--- that INCRs the counter itself (see below).
+-- each is a closure Lua makes, and collects, per run. So what a counter
+-- INCR refuses needs (decimal arithmetic, the error messages) is made inside
+-- token_odd, only when it runs.
 --
 -- Needs in scope: nothing but redis; the key is a parameter.
 
@@ -91,16 +88,13 @@ local function token_odd(key, cur, lease, t)
 end
 
 -- token_next(key, n, lease, t) returns the token of a draw whose INCR of
--- key returned n, a number, as a decimal string: the clock's floor for a
--- counter that no draw from the clock left (n below 10^15), set with lease,
--- else n, the counter's TTL set to lease. Its writes cannot fail: a script
--- that has INCRed the counter by pcall itself (lock_handoff, which makes no
--- handoff when INCR refuses) calls it after its own first write.
--- lock_acquire and lock_handoff run its common case, n from 10^15 to below
--- 2^53, inline before they include this (no closure made, the token
--- replied as a number): a change to it is a change to them too
--- (TestTokenDraws and TestHandoffOnACounterItCannotDraw cover both sides
--- of each bound).
+-- key returned n, a number token_fast did not take, as a decimal string:
+-- the clock's floor for a counter that no draw from the clock left (n below
+-- 10^15), set with lease, else the counter as Redis holds it (past 2^53, the
+-- number INCR returned is rounded, the value is not), its TTL set to lease.
+-- Its writes cannot fail: a script that has INCRed the counter by pcall
+-- itself (lock_handoff, which makes no handoff when INCR refuses) calls it
+-- after its own first write.
 local function token_next(key, n, lease, t)
   if n < 1e15 then
     -- TIME in µs, as a decimal string.
@@ -110,15 +104,10 @@ local function token_next(key, n, lease, t)
     return floor
   end
   redis.call('pexpire', key, lease)
-  if n >= 9007199254740992 then
-    -- 2^53 and above: the number INCR returned is rounded, the value is not.
-    return redis.call('get', key)
-  end
-  return string.format('%d', n)
+  return redis.call('get', key)
 end
 
 local function token_draw(key, lease, t, n)
-  n = n or redis.pcall('incr', key)
   if type(n) == 'table' then
     if not (string.find(n.err, 'not an integer', 1, true) or string.find(n.err, 'overflow', 1, true)) then
       -- Refused for what it is, not for the value (WRONGTYPE, OOM,
