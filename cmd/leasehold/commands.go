@@ -41,7 +41,7 @@ var commands = map[string]command{
 	"inspect": {
 		arg:  "NAME",
 		json: true,
-		help: "Show the lock NAME: kind, holders and hold counts with each holder's\nconnection (name and address), TTL, fencing token, the fair queue's\nwaiters with their deadlines, the read holds, an election's leader and\nterm, and for an rlock, election or rw the Clients waiting (connections\nsubscribed to its channel: Redis sees one per Client, not its goroutines);\nor the semaphore NAME. With -json, one JSON object.",
+		help: "Show the lock NAME: kind, holders and hold counts with each holder's\nconnection (name and address), TTL, fencing token, the fair queue's\nwaiters with their deadlines, the read holds, an election's leader and\nterm, and for an rlock, election or rw the Clients waiting (connections\nsubscribed to its channel: Redis sees one per Client, not its goroutines);\nor the semaphore NAME; fence's record of a key (leasehold_fence:{KEY}), its\nlast token applied. With -json, one JSON object.",
 		setup: func(fs *flag.FlagSet, asJSON *bool) func(context.Context, env, string) error {
 			jsonFlag(fs, asJSON)
 			return func(ctx context.Context, e env, name string) error {
@@ -174,6 +174,10 @@ func release(ctx context.Context, e env, name string, yes bool) error {
 		return fmt.Errorf("%s is a Redis %s, not a lock: left alone", name, s.Type)
 	case s.Shape == lua.ShapeSemaphore:
 		return fmt.Errorf("%s is a semaphore: its permits come back when their leases end; release takes none: left alone", name)
+	case s.Shape == lua.ShapeCounter:
+		return fmt.Errorf("%s holds an integer, either a counter or an unused semaphore, not a lock: left alone", name)
+	case s.Shape == lua.ShapeFence:
+		return fmt.Errorf("%s is fence's record of the last token applied to %s, not a lock: left alone", name, s.Fence.Resource)
 	case !s.Held() && s.KeptBy == "":
 		fmt.Fprintf(e.stdout, "%s is not held: nothing to release\n", name)
 		return nil

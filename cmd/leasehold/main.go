@@ -14,7 +14,8 @@
 //	                available, each permit held with its expiry and its
 //	                holder's connection, the waiters for several permits;
 //	                a lock released sooner than its hold-at-least shows as
-//	                released, kept until when, by whose release
+//	                released, kept until when, by whose release; fence's
+//	                record of a key, its last token applied
 //	watch NAME      inspect NAME, redrawn as it changes, until interrupted;
 //	                -interval sets how often it looks (default 500ms)
 //	release NAME    force-release NAME whoever holds it, waking its waiters;
@@ -64,8 +65,14 @@
 // released it) makes it a lock kept after a release (leasehold.WithHoldAtLeast).
 // A fair lock nobody waits for is laid out exactly as a
 // reentrant lock, and is shown as one. A string holding an integer is a
-// semaphore's count of permits available (list finds semaphores by their set
-// of permits held, {NAME}:timeout); release leaves semaphores alone.
+// semaphore's count of permits available when Redis keeps more of the
+// semaphore: permits held ({NAME}:timeout; list finds semaphores by it),
+// waiters for several (leasehold_semaphore_claims:{NAME}) or Clients
+// subscribed to its channel (redisson_sc:{NAME}); with none of them it is
+// either a counter or a semaphore nobody uses, and is shown so. A string
+// holding a token at leasehold_fence:{KEY} (package fence's layout) is
+// fence's record of the last token applied to KEY. release leaves all three
+// alone.
 package main
 
 import (

@@ -803,6 +803,12 @@ type jsonLock struct {
 		TTLms      int64       `json:"ttl_ms"`
 		Client     *jsonClient `json:"client"`
 	} `json:"kept"`
+	Value *int64 `json:"value"`
+	Fence *struct {
+		Resource string `json:"resource"`
+		Token    uint64 `json:"token"`
+		TTLms    int64  `json:"ttl_ms"`
+	} `json:"fence"`
 }
 
 type jsonClient struct {
@@ -817,7 +823,7 @@ type jsonWaiter struct {
 }
 
 // jsonKeys are the fields every lock object has, null or not.
-var jsonKeys = []string{"name", "kind", "redis_type", "mode", "ttl_ms", "token", "holders", "waiters", "waiting_writers", "waiting_clients", "time", "semaphore", "leader", "kept"}
+var jsonKeys = []string{"name", "kind", "redis_type", "mode", "ttl_ms", "token", "holders", "waiters", "waiting_writers", "waiting_clients", "time", "semaphore", "leader", "kept", "value", "fence"}
 
 // parseJSON decodes out, one JSON object a line, checking that each has
 // every field and no other.
