@@ -40,7 +40,7 @@ func TestFenceRecord(t *testing.T) {
 	wantLines(t, mustCmd(t, srv, "", "inspect", "ops:0"),
 		`^name +ops:0$`, `^kind +either a counter or an unused semaphore \(`, `^value +406$`)
 	if j := inspectJSON(t, srv, "ops:0"); j.Kind != "counter_or_unused_semaphore" || j.Value == nil || *j.Value != 406 ||
-		j.Semaphore != nil || j.Fence != nil {
+		j.Semaphore != nil || j.Fence != nil || j.PrefixHint != nil {
 		t.Errorf("-json ops:0: %+v", j)
 	}
 	for key, record := range records {

@@ -60,6 +60,11 @@ type lockJSON struct {
 	// Fence is, for package fence's record of the last token applied to a
 	// key, that key and token; null for the other kinds.
 	Fence *fenceJSON `json:"fence"`
+	// PrefixHint is, for inspect of a name with no lock, the locks whose
+	// keys end with the name after another prefix (a Client's
+	// leasehold.WithKeyPrefix); null when not looked for (a name that is
+	// not free, list, watch).
+	PrefixHint *prefixHintJSON `json:"prefix_hint"`
 }
 
 // fenceJSON is package fence's record of the last token applied to a key.
@@ -71,6 +76,24 @@ type fenceJSON struct {
 	// TTLms is the record's remaining TTL in milliseconds, -1 when it has
 	// none (as long as the resource has none).
 	TTLms int64 `json:"ttl_ms"`
+}
+
+// prefixHintJSON is what inspect found of a free name under other prefixes.
+type prefixHintJSON struct {
+	// Found are the locks whose keys end with the name, at most 5, by key.
+	Found []prefixedJSON `json:"found"`
+	// Complete is false when the search stopped before it looked at every
+	// key (it is bounded in time and in SCAN calls) or found enough.
+	Complete bool `json:"complete"`
+}
+
+// prefixedJSON is a lock found under another prefix.
+type prefixedJSON struct {
+	// Key is the lock's key, Prefix the -prefix that reads it by the name
+	// given ("" when that is no -prefix), Kind its kind.
+	Key    string `json:"key"`
+	Prefix string `json:"prefix"`
+	Kind   string `json:"kind"`
 }
 
 // keptJSON is a lock kept after its release (leasehold.WithHoldAtLeast).
@@ -209,6 +232,12 @@ func toJSON(s *lock) lockJSON {
 	}
 	if f := s.Fence; f != nil {
 		j.Fence = &fenceJSON{Resource: f.Resource, Token: f.Token, TTLms: millis(s.TTL)}
+	}
+	if h := s.hint; h != nil {
+		j.PrefixHint = &prefixHintJSON{Found: make([]prefixedJSON, 0, len(h.found)), Complete: h.complete}
+		for _, p := range h.found {
+			j.PrefixHint.Found = append(j.PrefixHint.Found, prefixedJSON{Key: p.key, Prefix: p.prefix, Kind: kindJSON(p.shape)})
+		}
 	}
 	return j
 }

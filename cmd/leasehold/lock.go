@@ -22,6 +22,9 @@ type lock struct {
 	clients int64
 	byID    map[string]*conn // Client ID -> its connection
 	byHead  map[string]*conn // the first 16 hex digits of a Client ID -> the same
+	// hint is, for a name found free, the locks whose keys end with it
+	// under another prefix (see lookElsewhere); nil when not looked for.
+	hint *prefixHint
 }
 
 // conn is the connection of owner's Client, nil when none is known.

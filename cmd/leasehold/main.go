@@ -15,7 +15,9 @@
 //	                holder's connection, the waiters for several permits;
 //	                a lock released sooner than its hold-at-least shows as
 //	                released, kept until when, by whose release; fence's
-//	                record of a key, its last token applied
+//	                record of a key, its last token applied. A NAME with no
+//	                lock names the locks whose keys end with it after a
+//	                prefix, and the -prefix that reads them
 //	watch NAME      inspect NAME, redrawn as it changes, until interrupted;
 //	                -interval sets how often it looks (default 500ms)
 //	release NAME    force-release NAME whoever holds it, waking its waiters;
@@ -121,7 +123,9 @@ commands:
 
 inspect, list and watch print JSON with -json (or -o json), one object per
 line. Flags may come before or after the command. -prefix PREFIX reads the
-locks of a Client opened with leasehold.WithKeyPrefix(PREFIX) by their names.
+locks of a Client opened with leasehold.WithKeyPrefix(PREFIX) by their names;
+inspect, list and release name the -prefix of the locks they find under
+another prefix when the name given has none.
 `
 
 // run runs the command line args (without the program name), reading answers
