@@ -15,6 +15,7 @@ import (
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/fairqueue"
+	"github.com/leasehold/leasehold/fence"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rlock"
 	"github.com/leasehold/leasehold/rw"
@@ -287,4 +288,36 @@ func ExampleClient_Check() {
 	// Output:
 	// 200 ok
 	// 503 leasehold: check: lease: client closed: client ID
+}
+
+// Fence writes through the Client's own connection: the write of a holder
+// whose lease a newer holder replaced is refused.
+func ExampleClient_Fence() {
+	c, err := leasehold.Open(rueidis.ClientOption{InitAddress: []string{redisAddr}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	l := rlock.New(c, "report")
+	paused, err := l.Acquire(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	paused.Release(ctx) // as if its lease had run out while its holder was paused
+	cur, err := l.Acquire(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cur.Release(ctx)
+
+	store := c.Fence()
+	fmt.Println(store.Set(ctx, "report:body", "new", cur.Token()))
+	err = store.Set(ctx, "report:body", "late", paused.Token())
+	fmt.Println(errors.Is(err, fence.ErrStale))
+	// Output:
+	// <nil>
+	// true
 }

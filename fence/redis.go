@@ -27,7 +27,8 @@ type Redis struct {
 }
 
 // NewRedis fences writes made through rc. A nil rc makes every call fail with
-// an error wrapping lease.ErrInvalid.
+// an error wrapping lease.ErrInvalid. On the Redis of a leasehold Client's
+// locks, its Fence method needs no rc.
 func NewRedis(rc rueidis.Client) *Redis { return &Redis{rc: rc} }
 
 // Set sets key to value if token is not lower than the last token applied to
