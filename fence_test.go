@@ -127,3 +127,24 @@ func TestClientFenceClosed(t *testing.T) {
 		t.Errorf("EXISTS k and its record: %d, %v; want 0", n, err)
 	}
 }
+
+// On Redis Cluster, Fence writes through the Client's cluster client (on
+// Redis 7, the one whose scripts publish with SPUBLISH): each write goes to
+// the node of its key's slot, where its record is.
+func TestClientFenceCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode: no Redis Cluster")
+	}
+	cl := redistest.StartCluster(t, 3)
+	c := locktest.OpenAt(t, cl.Option())
+	ctx := locktest.Ctx(t, 30*time.Second)
+	store := c.Fence()
+	for _, key := range []string{"balance", "{acct:1}:balance", "x{}y", "a}b"} {
+		if err := store.Set(ctx, key, "v", 5); err != nil {
+			t.Errorf("Set(%q): %v", key, err)
+		}
+		if err := store.Set(ctx, key, "w", 4); !errors.Is(err, fence.ErrStale) {
+			t.Errorf("stale Set(%q): %v, want ErrStale", key, err)
+		}
+	}
+}
