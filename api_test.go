@@ -20,8 +20,10 @@ var publicPackages = []string{".", "lease", "rlock", "fairqueue", "rw", "quorum"
 // maxPublicNames bounds what users can call: every exported name is a
 // promise kept for years. 130 before package fence, which brought 20, and
 // WithKeyPrefix and (*Client).Check, for services that share a Redis behind
-// an ACL and are probed (issue 41).
-const maxPublicNames = 152
+// an ACL and are probed (issue 41); (*Client).Fence and HealthHandler, so
+// that fencing needs no second client and a probe no handler of its own
+// (issue 49).
+const maxPublicNames = 154
 
 // The public surface stays small and reads as its own: at most
 // maxPublicNames exported names (consts, vars, funcs, types, methods, as

@@ -15,6 +15,7 @@ import (
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/fairqueue"
+	"github.com/leasehold/leasehold/fence"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/rlock"
 	"github.com/leasehold/leasehold/rw"
@@ -250,9 +251,8 @@ func ExampleWithWriterPreference() {
 	// writer holds it
 }
 
-// Check behind an HTTP health probe (a Kubernetes livenessProbe or
-// readinessProbe): 200 while Redis answers and every lease is renewed in
-// time, 503 and what is wrong otherwise.
+// Check says what is wrong: here, that the Client is closed. HealthHandler
+// serves it over HTTP.
 func ExampleClient_Check() {
 	c, err := leasehold.Open(rueidis.ClientOption{InitAddress: []string{redisAddr}})
 	if err != nil {
@@ -260,31 +260,75 @@ func ExampleClient_Check() {
 	}
 	defer c.Close()
 
-	probe := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
-		defer cancel()
-		if err := c.Check(ctx); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	// In a service: http.Handle("/healthz", probe). Here, one request.
-	srv := httptest.NewServer(probe)
-	defer srv.Close()
-	res, err := http.Get(srv.URL + "/healthz")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	fmt.Println(c.Check(ctx))
+	c.Close()
+	fmt.Println(strings.ReplaceAll(c.Check(ctx).Error(), c.ID(), "ID")) // the id is random
+	// Output:
+	// <nil>
+	// leasehold: check: lease: client closed: client ID
+}
+
+// A readiness probe (or a load balancer's check) on /healthz: 200 while
+// Redis answers and every lease is renewed in time, 503 and what is wrong
+// otherwise.
+func ExampleClient_HealthHandler() {
+	c, err := leasehold.Open(rueidis.ClientOption{InitAddress: []string{redisAddr}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	fmt.Print(res.StatusCode, " ", string(body))
+	defer c.Close()
 
+	mux := http.NewServeMux()
+	mux.Handle("/healthz", c.HealthHandler()) // in a service: its own mux
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	probe := func() {
+		res, err := http.Get(srv.URL + "/healthz")
+		if err != nil {
+			log.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		fmt.Print(res.StatusCode, " ", strings.ReplaceAll(string(body), c.ID(), "ID")) // the id is random
+	}
+	probe()
 	c.Close()
-	rec := httptest.NewRecorder()
-	probe.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
-	fmt.Print(rec.Code, " ", strings.ReplaceAll(rec.Body.String(), c.ID(), "ID")) // the id is random
+	probe()
 	// Output:
 	// 200 ok
 	// 503 leasehold: check: lease: client closed: client ID
+}
+
+// Fence writes through the Client's own connection: the write of a holder
+// whose lease a newer holder replaced is refused.
+func ExampleClient_Fence() {
+	c, err := leasehold.Open(rueidis.ClientOption{InitAddress: []string{redisAddr}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	l := rlock.New(c, "report")
+	paused, err := l.Acquire(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	paused.Release(ctx) // as if its lease had run out while its holder was paused
+	cur, err := l.Acquire(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cur.Release(ctx)
+
+	store := c.Fence()
+	fmt.Println(store.Set(ctx, "report:body", "new", cur.Token()))
+	err = store.Set(ctx, "report:body", "late", paused.Token())
+	fmt.Println(errors.Is(err, fence.ErrStale))
+	// Output:
+	// <nil>
+	// true
 }

@@ -6,7 +6,8 @@
 //	if err != nil { return err } // errors.Is(err, fence.ErrStale): a newer holder wrote; roll back
 //
 // Three forms: Table for SQL databases (inside the caller's transaction),
-// Redis for Redis keys, and Gate for an HTTP service that owns its resource.
+// Redis for Redis keys (a leasehold Client's Fence writes through the
+// Client's connection), and Gate for an HTTP service that owns its resource.
 // A token equal to the last one applied is accepted: one holder writes
 // several times under one lease.
 //

@@ -3,9 +3,9 @@ package fence
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/rueidis"
 )
@@ -27,7 +27,8 @@ type Redis struct {
 }
 
 // NewRedis fences writes made through rc. A nil rc makes every call fail with
-// an error wrapping lease.ErrInvalid.
+// an error wrapping lease.ErrInvalid. On the Redis of a leasehold Client's
+// locks, its Fence method needs no rc.
 func NewRedis(rc rueidis.Client) *Redis { return &Redis{rc: rc} }
 
 // Set sets key to value if token is not lower than the last token applied to
@@ -43,7 +44,9 @@ func (r *Redis) Set(ctx context.Context, key, value string, token uint64) error 
 // last token applied to key, records token, and returns the command's reply.
 // The check, the command and the record are one script: atomic. A refused
 // Do returns an error wrapping ErrStale and changes nothing; so does a
-// command Redis rejects (its error is wrapped).
+// command Redis rejects, with an error wrapping lease.ErrRedis that gives
+// the command and Redis' reason: fence: do "k": Redis refused FOO: unknown
+// command.
 func (r *Redis) Do(ctx context.Context, key string, token uint64, cmd string, args ...string) (rueidis.RedisMessage, error) {
 	return r.write(ctx, "do", key, token, cmd, args...)
 }
@@ -63,27 +66,67 @@ func (r *Redis) write(ctx context.Context, op, key string, token uint64, cmd str
 	argv := make([]string, 0, 2+len(args))
 	argv = append(argv, strconv.FormatUint(token, 10), cmd)
 	argv = append(argv, args...)
-	reply, err := writeScript.Exec(ctx, r.rc, []string{key, recordKey(key)}, argv).ToArray()
+	record := recordKey(key)
+	reply, err := writeScript.Exec(ctx, r.rc, []string{key, record}, argv).ToArray()
 	if err != nil {
+		if re, ok := rueidis.IsRedisErr(err); ok {
+			// The script never ran: an ACL, a busy or loading server.
+			err = refused(re, "Redis refused EVALSHA of the fenced write, on %q and its token record %q: %s",
+				key, record, reason(re.Error()))
+		}
 		return rueidis.RedisMessage{}, &Error{Op: op, Resource: key, Err: err}
 	}
-	if len(reply) != 2 {
-		return rueidis.RedisMessage{}, &Error{Op: op, Resource: key, Err: fmt.Errorf("fence: script replied %d values, want 2", len(reply))}
+	status := int64(-3) // no status: a reply the script never makes
+	if len(reply) > 0 {
+		status, _ = reply[0].AsInt64()
 	}
-	applied, err := reply[0].AsInt64()
-	if err != nil {
-		return rueidis.RedisMessage{}, &Error{Op: op, Resource: key, Err: err}
-	}
-	if applied == 1 {
+	switch {
+	case status == 1 && len(reply) == 2:
 		return reply[1], nil
+	case status == 0 && len(reply) == 2:
+		last, _ := reply[1].ToString()
+		if n, err := strconv.ParseUint(last, 10, 64); err == nil {
+			return rueidis.RedisMessage{}, stale(op, key, token, n)
+		}
+	case status == -1 && len(reply) == 3:
+		step, _ := reply[1].ToString()
+		why, _ := reply[2].ToString()
+		return rueidis.RedisMessage{}, &Error{Op: op, Resource: key, Err: stepRefused(step, why, command(cmd), key, record)}
+	case status == -2 && len(reply) == 2:
+		last, _ := reply[1].ToString()
+		return rueidis.RedisMessage{}, &Error{Op: op, Resource: key,
+			Err: fmt.Errorf("the token record %q holds %q, not a token; nothing written", record, last)}
 	}
-	last, err := reply[1].ToString()
-	if err != nil {
-		return rueidis.RedisMessage{}, &Error{Op: op, Resource: key, Err: errors.Join(ErrStale, err)}
+	return rueidis.RedisMessage{}, &Error{Op: op, Resource: key, Err: fmt.Errorf("the fenced write's script replied in a form it never makes (%d values)", len(reply))}
+}
+
+// stepRefused is the error of a fenced write whose step (as fence_write.lua
+// names it) Redis refused with the reply why.
+func stepRefused(step, why, cmd, key, record string) error {
+	why = reason(why)
+	switch step {
+	case "get":
+		return refused(nil, "Redis refused GET of the token record %q: %s; nothing written", record, why)
+	case "command":
+		return refused(nil, "Redis refused %s: %s", cmd, why)
+	case "set":
+		return refused(nil, "%s applied, but Redis refused SET of the token record %q: %s; the token is not recorded", cmd, record, why)
 	}
-	n, err := strconv.ParseUint(last, 10, 64)
-	if err != nil {
-		return rueidis.RedisMessage{}, &Error{Op: op, Resource: key, Err: errors.Join(ErrStale, err)}
+	// pttl, pexpire: the token is recorded, with no expiry.
+	what := strings.ToUpper(step) + " of " + strconv.Quote(key)
+	if step == "pexpire" {
+		what = "PEXPIRE of the token record " + strconv.Quote(record)
 	}
-	return rueidis.RedisMessage{}, stale(op, key, token, n)
+	return refused(nil, "%s applied and its token recorded, but Redis refused %s: %s; the record keeps no expiry", cmd, what, why)
+}
+
+// command is cmd as an error names it: upper case, quoted if it is not one
+// word of printable ASCII.
+func command(cmd string) string {
+	for _, r := range cmd {
+		if r <= ' ' || r > '~' {
+			return strconv.Quote(cmd)
+		}
+	}
+	return strings.ToUpper(cmd)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -232,11 +233,139 @@ func TestRedisRefusalWritesNothing(t *testing.T) {
 	if err := rc.Do(ctx, rc.B().Set().Key(fence.RecordKey("x")).Value("junk").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Set(ctx, "x", "v", 1); err == nil || !strings.Contains(err.Error(), "not a token") {
-		t.Fatalf("Set over a junk record: %v, want it refused", err)
+	want := `fence: set "x": the token record "leasehold_fence:{x}" holds "junk", not a token; nothing written`
+	if err := r.Set(ctx, "x", "v", 1); err == nil || err.Error() != want {
+		t.Fatalf("Set over a junk record: %v, want %s", err, want)
 	}
 	if got := get(t, rc, "x"); got != "" {
 		t.Errorf("x = %q after the failed Set, want absent", got)
+	}
+}
+
+// scriptInternals is what Redis puts in the error of a script that a
+// command in it failed: Redis 7 appends "script: SHA, on @user_script:LINE.",
+// Redis 6.2 puts "@user_script: LINE:" first. A fenced write's error names
+// none of it: the caller wrote no script.
+var scriptInternals = regexp.MustCompile(`[0-9a-f]{40}|@user_script`)
+
+// A command Redis rejects fails in Redis' words, naming the command, without
+// the script's SHA and line (issue 49: "Unknown Redis command called from
+// script script: 3e16...2875, on @user_script:27"). The error wraps
+// lease.ErrRedis, not ErrStale, and nothing is written, the record neither.
+func TestRedisRefusedCommand(t *testing.T) {
+	rc := redistest.Start(t).Client()
+	ctx := ctxFor(t)
+	r := fence.NewRedis(rc)
+	if err := rc.Do(ctx, rc.B().Hset().Key("h").FieldValue().FieldValue("f", "v").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		key, cmd string
+		args     []string
+		want     string // a regexp of the whole message
+	}{
+		{"k", "FOO", nil, `fence: do "k": Redis refused FOO: unknown command`},
+		{"k", "set", nil, `fence: do "k": Redis refused SET: wrong number of arguments`},
+		{"k", "SUBSCRIBE", nil, `fence: do "k": Redis refused SUBSCRIBE: not allowed in a script, and a fenced write runs as one`},
+		{"k", "SE T", []string{"v"}, `fence: do "k": Redis refused "SE T": unknown command`},
+		{"h", "INCRBY", []string{"1"}, `fence: do "h": Redis refused INCRBY: WRONGTYPE Operation against a key holding the wrong kind of value`},
+		// Redis' own reason, worded apart by its versions.
+		{"k", "SET", []string{"v", "EX", "0"}, `fence: do "k": Redis refused SET: invalid expire time in '?set'?( command)?`},
+	}
+	for _, tt := range tests {
+		_, err := r.Do(ctx, tt.key, 5, tt.cmd, tt.args...)
+		if err == nil {
+			t.Fatalf("%s %v: applied, want it refused", tt.cmd, tt.args)
+		}
+		if !regexp.MustCompile(`^` + tt.want + `$`).MatchString(err.Error()) {
+			t.Errorf("%s %v:\n%s\nwant\n%s", tt.cmd, tt.args, err, tt.want)
+		}
+		if m := scriptInternals.FindString(err.Error()); m != "" {
+			t.Errorf("%s %v: %q names the script's internals (%q)", tt.cmd, tt.args, err, m)
+		}
+		var fe *fence.Error
+		if !errors.Is(err, lease.ErrRedis) || errors.Is(err, fence.ErrStale) || !errors.As(err, &fe) || fe.Op != "do" || fe.Resource != tt.key {
+			t.Errorf("%s %v: %#v, want a *fence.Error of do on %s wrapping lease.ErrRedis", tt.cmd, tt.args, err, tt.key)
+		}
+	}
+	if got := get(t, rc, "k"); got != "" {
+		t.Errorf("k = %q, want absent", got)
+	}
+	for _, key := range []string{"k", "h"} {
+		if got := get(t, rc, fence.RecordKey(key)); got != "" {
+			t.Errorf("%s's record %q after refused writes only, want absent", key, got)
+		}
+	}
+}
+
+// A record Redis cannot read (of another type) fails the write before it is
+// made, naming the record, in Redis' words.
+func TestRedisRecordOfWrongType(t *testing.T) {
+	rc := redistest.Start(t).Client()
+	ctx := ctxFor(t)
+	r := fence.NewRedis(rc)
+	rec := fence.RecordKey("x")
+	if err := rc.Do(ctx, rc.B().Hset().Key(rec).FieldValue().FieldValue("f", "v").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	err := r.Set(ctx, "x", "v", 1)
+	want := `fence: set "x": Redis refused GET of the token record "leasehold_fence:{x}": ` +
+		`WRONGTYPE Operation against a key holding the wrong kind of value; nothing written`
+	if err == nil || err.Error() != want || !errors.Is(err, lease.ErrRedis) {
+		t.Fatalf("Set over a hash record: %v\nwant %s, wrapping lease.ErrRedis", err, want)
+	}
+	if got := get(t, rc, "x"); got != "" {
+		t.Errorf("x = %q, want absent", got)
+	}
+}
+
+// What an ACL refuses is said in Redis' words, with what it leaves behind: a
+// user who may not touch the record has the script refused (naming the
+// record, which the user never named), nothing written; a user who may not
+// run PTTL has the write applied and fenced, and is told its record keeps no
+// expiry.
+func TestRedisACLRefusals(t *testing.T) {
+	srv := redistest.Start(t)
+	admin := srv.Client()
+	ctx := ctxFor(t)
+	client := func(user string, rules ...string) *fence.Redis {
+		args := append([]string{"ACL", "SETUSER", user, "on", "nopass", "&*"}, rules...)
+		if err := srv.Do(args...).Error(); err != nil {
+			t.Fatal(err)
+		}
+		o := srv.Option()
+		o.Username, o.DisableCache = user, true
+		rc, err := rueidis.NewClient(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(rc.Close)
+		return fence.NewRedis(rc)
+	}
+
+	err := client("norecord", "~k*", "+@all").Set(ctx, "k", "v", 7)
+	want := `fence: set "k": Redis refused EVALSHA of the fenced write, on "k" and its token record "leasehold_fence:{k}": NOPERM `
+	var re *rueidis.RedisError
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, lease.ErrRedis) || !errors.As(err, &re) {
+		t.Fatalf("Set without access to the record: %v\nwant %s..., wrapping lease.ErrRedis and Redis' reply", err, want)
+	}
+	if got := get(t, admin, "k"); got != "" {
+		t.Errorf("k = %q, want absent", got)
+	}
+
+	err = client("nopttl", "~*", "+@all", "-pttl").Set(ctx, "k", "v", 7)
+	want = `fence: set "k": SET applied and its token recorded, but Redis refused PTTL of "k": .+; the record keeps no expiry`
+	if err == nil || !regexp.MustCompile(`^`+want+`$`).MatchString(err.Error()) || !errors.Is(err, lease.ErrRedis) {
+		t.Fatalf("Set without PTTL: %v\nwant %s, wrapping lease.ErrRedis", err, want)
+	}
+	if m := scriptInternals.FindString(err.Error()); m != "" {
+		t.Errorf("%q names the script's internals (%q)", err, m)
+	}
+	if got, rec := get(t, admin, "k"), get(t, admin, fence.RecordKey("k")); got != "v" || rec != "7" {
+		t.Fatalf("k = %q, record %q; want v and 7, as the error says", got, rec)
+	}
+	if err := fence.NewRedis(admin).Set(ctx, "k", "late", 6); !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("a late write after it: %v, want ErrStale", err)
 	}
 }
 

@@ -41,7 +41,7 @@ var commands = map[string]command{
 	"inspect": {
 		arg:  "NAME",
 		json: true,
-		help: "Show the lock NAME: kind, holders and hold counts with each holder's\nconnection (name and address), TTL, fencing token, the fair queue's\nwaiters with their deadlines, the read holds, an election's leader and\nterm, and for an rlock, election or rw the Clients waiting (connections\nsubscribed to its channel: Redis sees one per Client, not its goroutines);\nor the semaphore NAME. With -json, one JSON object.",
+		help: "Show the lock NAME: kind, holders and hold counts with each holder's\nconnection (name and address), TTL, fencing token, the fair queue's\nwaiters with their deadlines, the read holds, an election's leader and\nterm, and for an rlock, election or rw the Clients waiting (connections\nsubscribed to its channel: Redis sees one per Client, not its goroutines);\nor the semaphore NAME; fence's record of a key (leasehold_fence:{KEY}), its\nlast token applied. A NAME with no lock names the locks whose keys end with\nit after a prefix (a Client's WithKeyPrefix) and the -prefix that reads\nthem, looking at a bounded number of keys. With -json, one JSON object.",
 		setup: func(fs *flag.FlagSet, asJSON *bool) func(context.Context, env, string) error {
 			jsonFlag(fs, asJSON)
 			return func(ctx context.Context, e env, name string) error {
@@ -98,11 +98,20 @@ func inspect(ctx context.Context, e env, name string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
+	if s.Shape == lua.ShapeFree {
+		s.hint = e.lookElsewhere(ctx, escapeGlob(name), isLock)
+	}
 	e.clients.annotate(ctx, s)
 	if asJSON {
 		return renderJSON(e.stdout, s)
 	}
-	return render(e.stdout, s, true)
+	if err := render(e.stdout, s, true); err != nil {
+		return err
+	}
+	if t := s.hint.text(); t != "" {
+		_, err = fmt.Fprintf(e.stdout, "no lock %q%s\n", name, t)
+	}
+	return err
 }
 
 // watch polls the lock every interval until ctx ends. Polling rather than
@@ -174,6 +183,13 @@ func release(ctx context.Context, e env, name string, yes bool) error {
 		return fmt.Errorf("%s is a Redis %s, not a lock: left alone", name, s.Type)
 	case s.Shape == lua.ShapeSemaphore:
 		return fmt.Errorf("%s is a semaphore: its permits come back when their leases end; release takes none: left alone", name)
+	case s.Shape == lua.ShapeCounter:
+		return fmt.Errorf("%s holds an integer, either a counter or an unused semaphore, not a lock: left alone", name)
+	case s.Shape == lua.ShapeFence:
+		return fmt.Errorf("%s is fence's record of the last token applied to %s, not a lock: left alone", name, s.Fence.Resource)
+	case s.Shape == lua.ShapeFree:
+		fmt.Fprintf(e.stdout, "%s is not held: nothing to release%s\n", name, e.lookElsewhere(ctx, escapeGlob(name), isLock).text())
+		return nil
 	case !s.Held() && s.KeptBy == "":
 		fmt.Fprintf(e.stdout, "%s is not held: nothing to release\n", name)
 		return nil
@@ -226,7 +242,7 @@ func list(ctx context.Context, e env, pattern string, count int64, asJSON bool) 
 	}
 	var locks []*lock
 	for _, s := range states {
-		if s.Shape != lua.ShapeNotLock && (s.Held() || s.KeptBy != "" || len(s.Waiters) > 0) {
+		if listed(s) {
 			l := &lock{State: s, prefix: e.prefix}
 			if err := e.waiting(ctx, l); err != nil {
 				return err
@@ -245,10 +261,26 @@ func list(ctx context.Context, e env, pattern string, count int64, asJSON bool) 
 		return nil
 	}
 	if len(locks) == 0 {
-		fmt.Fprintf(e.stdout, "no locks match %q\n", pattern)
+		hint := ""
+		if !strings.HasPrefix(pattern, "*") {
+			// Under another prefix? (A pattern that starts with * matched
+			// every prefix already.)
+			hint = e.lookElsewhere(ctx, pattern, listed).text()
+		}
+		fmt.Fprintf(e.stdout, "no locks match %q%s\n", pattern, hint)
 		return nil
 	}
 	return renderList(e.stdout, locks)
+}
+
+// listed says whether list shows s: a lock or semaphore held, kept or
+// waited for.
+func listed(s lua.State) bool {
+	switch s.Shape {
+	case lua.ShapeNotLock, lua.ShapeCounter, lua.ShapeFence:
+		return false
+	}
+	return s.Held() || s.KeptBy != "" || len(s.Waiters) > 0
 }
 
 // lockNames are the names, sorted, of the locks on every node that match

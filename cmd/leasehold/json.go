@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/lua"
@@ -15,7 +16,8 @@ import (
 // null means "does not apply".
 type lockJSON struct {
 	Name string `json:"name"`
-	// Kind is free, rlock, fair, rw, election, semaphore or not_a_lock.
+	// Kind is free, rlock, fair, rw, election, semaphore,
+	// counter_or_unused_semaphore, fence or not_a_lock.
 	Kind string `json:"kind"`
 	// RedisType is the Redis type of the key NAME: hash for a held lock,
 	// none when there is no key.
@@ -52,6 +54,46 @@ type lockJSON struct {
 	// (leasehold.WithHoldAtLeast) after its acquisition, taken by no holder
 	// until then; null for any other.
 	Kept *keptJSON `json:"kept"`
+	// Value is the integer NAME holds when it is either a counter or an
+	// unused semaphore (its permits, were it one); null for the other kinds.
+	Value *int64 `json:"value"`
+	// Fence is, for package fence's record of the last token applied to a
+	// key, that key and token; null for the other kinds.
+	Fence *fenceJSON `json:"fence"`
+	// PrefixHint is, for inspect of a name with no lock, the locks whose
+	// keys end with the name after another prefix (a Client's
+	// leasehold.WithKeyPrefix); null when not looked for (a name that is
+	// not free, list, watch).
+	PrefixHint *prefixHintJSON `json:"prefix_hint"`
+}
+
+// fenceJSON is package fence's record of the last token applied to a key.
+type fenceJSON struct {
+	// Resource is the key whose writes are fenced, Token the last token
+	// applied to it (a lower one is refused).
+	Resource string `json:"resource"`
+	Token    uint64 `json:"token"`
+	// TTLms is the record's remaining TTL in milliseconds, -1 when it has
+	// none (as long as the resource has none).
+	TTLms int64 `json:"ttl_ms"`
+}
+
+// prefixHintJSON is what inspect found of a free name under other prefixes.
+type prefixHintJSON struct {
+	// Found are the locks whose keys end with the name, at most 5, by key.
+	Found []prefixedJSON `json:"found"`
+	// Complete is false when the search stopped before it looked at every
+	// key (it is bounded in time and in SCAN calls) or found enough.
+	Complete bool `json:"complete"`
+}
+
+// prefixedJSON is a lock found under another prefix.
+type prefixedJSON struct {
+	// Key is the lock's key, Prefix the -prefix that reads it by the name
+	// given ("" when that is no -prefix), Kind its kind.
+	Key    string `json:"key"`
+	Prefix string `json:"prefix"`
+	Kind   string `json:"kind"`
 }
 
 // keptJSON is a lock kept after its release (leasehold.WithHoldAtLeast).
@@ -131,13 +173,8 @@ type waiterJSON struct {
 	Client *clientJSON `json:"client"`
 }
 
-// kindJSON is a kind as -json names it: one word.
-func kindJSON(k lua.Shape) string {
-	if k == lua.ShapeNotLock {
-		return "not_a_lock"
-	}
-	return k.String()
-}
+// kindJSON is a kind as -json names it: one word, its spaces underscores.
+func kindJSON(k lua.Shape) string { return strings.ReplaceAll(k.String(), " ", "_") }
 
 // toJSON is s as -json prints it.
 func toJSON(s *lock) lockJSON {
@@ -189,6 +226,18 @@ func toJSON(s *lock) lockJSON {
 	}
 	if s.Semaphore != nil {
 		semaphoreToJSON(&j, s)
+	}
+	if s.Shape == lua.ShapeCounter {
+		j.Value = &s.Count
+	}
+	if f := s.Fence; f != nil {
+		j.Fence = &fenceJSON{Resource: f.Resource, Token: f.Token, TTLms: millis(s.TTL)}
+	}
+	if h := s.hint; h != nil {
+		j.PrefixHint = &prefixHintJSON{Found: make([]prefixedJSON, 0, len(h.found)), Complete: h.complete}
+		for _, p := range h.found {
+			j.PrefixHint.Found = append(j.PrefixHint.Found, prefixedJSON{Key: p.key, Prefix: p.prefix, Kind: kindJSON(p.shape)})
+		}
 	}
 	return j
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -23,6 +22,9 @@ type lock struct {
 	clients int64
 	byID    map[string]*conn // Client ID -> its connection
 	byHead  map[string]*conn // the first 16 hex digits of a Client ID -> the same
+	// hint is, for a name found free, the locks whose keys end with it
+	// under another prefix (see lookElsewhere); nil when not looked for.
+	hint *prefixHint
 }
 
 // conn is the connection of owner's Client, nil when none is known.
@@ -43,12 +45,8 @@ func (e env) readState(ctx context.Context, name string) (*lock, error) {
 }
 
 // waiting counts, for a lock whose waiters Redis keeps no list of (rlock,
-// election, rw), the connections subscribed to its channel: PUBSUB NUMSUB
-// and, for sharded pub/sub (Redis Cluster), PUBSUB SHARDNUMSUB, summed over
-// the nodes. A leasehold Client subscribes once per channel however many
-// of its goroutines wait, and only while one does; a Redisson client
-// subscribes once per channel too. So it counts waiting Clients, not
-// goroutines; 0 says nobody waits.
+// election, rw), the Clients subscribed to its channel (lua.Listeners): 0
+// says nobody waits.
 func (e env) waiting(ctx context.Context, s *lock) error {
 	s.clients = -1
 	var ch string
@@ -60,17 +58,9 @@ func (e env) waiting(ctx context.Context, s *lock) error {
 	default:
 		return nil
 	}
-	var n int64
-	for _, node := range e.rc.Nodes() {
-		m, err := node.Do(ctx, node.B().PubsubNumsub().Channel(ch).Build()).AsIntMap()
-		if err != nil {
-			return fmt.Errorf("PUBSUB NUMSUB %s: %w", ch, err)
-		}
-		n += m[ch]
-		// Redis 6.2 has no sharded pub/sub: its error says only that.
-		if m, err := node.Do(ctx, node.B().PubsubShardnumsub().Channel(ch).Build()).AsIntMap(); err == nil {
-			n += m[ch]
-		}
+	n, err := lua.Listeners(ctx, e.rc, ch)
+	if err != nil {
+		return err
 	}
 	s.clients = n
 	return nil

@@ -14,7 +14,10 @@
 //	                available, each permit held with its expiry and its
 //	                holder's connection, the waiters for several permits;
 //	                a lock released sooner than its hold-at-least shows as
-//	                released, kept until when, by whose release
+//	                released, kept until when, by whose release; fence's
+//	                record of a key, its last token applied. A NAME with no
+//	                lock names the locks whose keys end with it after a
+//	                prefix, and the -prefix that reads them
 //	watch NAME      inspect NAME, redrawn as it changes, until interrupted;
 //	                -interval sets how often it looks (default 500ms)
 //	release NAME    force-release NAME whoever holds it, waking its waiters;
@@ -64,8 +67,14 @@
 // released it) makes it a lock kept after a release (leasehold.WithHoldAtLeast).
 // A fair lock nobody waits for is laid out exactly as a
 // reentrant lock, and is shown as one. A string holding an integer is a
-// semaphore's count of permits available (list finds semaphores by their set
-// of permits held, {NAME}:timeout); release leaves semaphores alone.
+// semaphore's count of permits available when Redis keeps more of the
+// semaphore: permits held ({NAME}:timeout; list finds semaphores by it),
+// waiters for several (leasehold_semaphore_claims:{NAME}) or Clients
+// subscribed to its channel (redisson_sc:{NAME}); with none of them it is
+// either a counter or a semaphore nobody uses, and is shown so. A string
+// holding a token at leasehold_fence:{KEY} (package fence's layout) is
+// fence's record of the last token applied to KEY. release leaves all three
+// alone.
 package main
 
 import (
@@ -114,7 +123,9 @@ commands:
 
 inspect, list and watch print JSON with -json (or -o json), one object per
 line. Flags may come before or after the command. -prefix PREFIX reads the
-locks of a Client opened with leasehold.WithKeyPrefix(PREFIX) by their names.
+locks of a Client opened with leasehold.WithKeyPrefix(PREFIX) by their names;
+inspect, list and release name the -prefix of the locks they find under
+another prefix when the name given has none.
 `
 
 // run runs the command line args (without the program name), reading answers

@@ -803,6 +803,20 @@ type jsonLock struct {
 		TTLms      int64       `json:"ttl_ms"`
 		Client     *jsonClient `json:"client"`
 	} `json:"kept"`
+	Value *int64 `json:"value"`
+	Fence *struct {
+		Resource string `json:"resource"`
+		Token    uint64 `json:"token"`
+		TTLms    int64  `json:"ttl_ms"`
+	} `json:"fence"`
+	PrefixHint *struct {
+		Found []struct {
+			Key    string `json:"key"`
+			Prefix string `json:"prefix"`
+			Kind   string `json:"kind"`
+		} `json:"found"`
+		Complete bool `json:"complete"`
+	} `json:"prefix_hint"`
 }
 
 type jsonClient struct {
@@ -817,7 +831,7 @@ type jsonWaiter struct {
 }
 
 // jsonKeys are the fields every lock object has, null or not.
-var jsonKeys = []string{"name", "kind", "redis_type", "mode", "ttl_ms", "token", "holders", "waiters", "waiting_writers", "waiting_clients", "time", "semaphore", "leader", "kept"}
+var jsonKeys = []string{"name", "kind", "redis_type", "mode", "ttl_ms", "token", "holders", "waiters", "waiting_writers", "waiting_clients", "time", "semaphore", "leader", "kept", "value", "fence", "prefix_hint"}
 
 // parseJSON decodes out, one JSON object a line, checking that each has
 // every field and no other.

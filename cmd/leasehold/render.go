@@ -19,6 +19,8 @@ var describe = map[lua.Shape]string{
 	lua.ShapeRW:        "rw (read-write lock)",
 	lua.ShapeElection:  "election (leader election: an rlock and its leader key)",
 	lua.ShapeSemaphore: "semaphore (permits, Redisson's RPermitExpirableSemaphore)",
+	lua.ShapeCounter:   "either a counter or an unused semaphore (an integer; no permit held, nobody waiting)",
+	lua.ShapeFence:     "fence (package fence's record of the last token applied to a key)",
 	lua.ShapeNotLock:   "not a lock",
 }
 
@@ -39,8 +41,24 @@ func render(w io.Writer, s *lock, times bool) error {
 		return head.flush()
 	}
 	head.row("kind", describe[s.Shape])
-	if s.Semaphore != nil {
+	switch {
+	case s.Semaphore != nil:
 		return renderSemaphore(w, head, s, dur)
+	case s.Shape == lua.ShapeCounter:
+		head.row("value", fmt.Sprint(s.Count))
+		if s.TTL >= 0 {
+			head.row("ttl", dur(s.TTL))
+		}
+		return head.flush()
+	case s.Fence != nil:
+		head.row("resource", s.Fence.Resource)
+		head.row("token", fmt.Sprintf("%d, the last applied to %s: a lower one is refused", s.Fence.Token, s.Fence.Resource))
+		if s.TTL < 0 {
+			head.row("ttl", "none: kept while "+s.Fence.Resource+" has no expiry")
+		} else {
+			head.row("ttl", dur(s.TTL))
+		}
+		return head.flush()
 	}
 	renderHead(head, s, dur)
 	if err := head.flush(); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/leasehold/leasehold/internal/keyslot"
 	"github.com/leasehold/leasehold/script"
 )
 
@@ -23,7 +24,9 @@ const (
 	ShapeFair                   // fair lock with waiters
 	ShapeRW                     // read-write lock
 	ShapeElection               // election: an rlock whose holder leads, named by {NAME}:leader
-	ShapeSemaphore              // semaphore: NAME a string holding its permits available
+	ShapeSemaphore              // semaphore: NAME its permits available, with permits held, claims or waiters
+	ShapeCounter                // an integer and no other key of a semaphore: a counter, or a semaphore nobody uses
+	ShapeFence                  // package fence's record of the last token applied to a key
 	ShapeNotLock                // a key that is not a lock
 )
 
@@ -39,6 +42,10 @@ func (k Shape) String() string {
 		return "election"
 	case ShapeSemaphore:
 		return "semaphore"
+	case ShapeCounter:
+		return "counter or unused semaphore"
+	case ShapeFence:
+		return "fence"
 	case ShapeNotLock:
 		return "not a lock"
 	}
@@ -61,6 +68,15 @@ type State struct {
 	At        time.Time       // when the snapshot was taken, by the server's clock
 	Semaphore *SemaphoreState // a semaphore's permits; nil for a lock
 	Leader    *LeaderState    // an election's leader; nil when nobody leads
+	Count     int64           // ShapeCounter: the integer NAME holds
+	Fence     *FenceState     // ShapeFence: whose record NAME is; nil for any other shape
+}
+
+// FenceState is package fence's record of the last token applied to a key
+// (leasehold_fence:{KEY}, see fence.Redis).
+type FenceState struct {
+	Resource string // KEY, the key whose writes are fenced
+	Token    uint64 // the last token applied to it: a lower one is refused
 }
 
 // Held reports whether anyone holds the lock, or a permit of the semaphore.
@@ -123,6 +139,10 @@ type PermitLease struct {
 	Permits int64
 }
 
+// idle reports whether the semaphore's count is all Redis keeps of it: no
+// permit held, no claim for several. A counter looks the same.
+func (s *SemaphoreState) idle() bool { return s.Set && len(s.Permits) == 0 && len(s.Claims) == 0 }
+
 // Total is the semaphore's permits, available and held.
 func (s *SemaphoreState) Total() int64 { return s.Available + int64(len(s.Permits)) }
 
@@ -153,13 +173,20 @@ var inspect = load("inspect")
 
 // Inspect takes one snapshot of the lock name, in one atomic step, so that
 // it never mixes two states (a holder from before a release with a queue
-// from after it). It only reads.
+// from after it). It only reads. A string holding an integer and nothing
+// else is a semaphore only if someone waits on its channel, which Inspect
+// reads after the snapshot (see Listeners).
 func Inspect(ctx context.Context, c rueidis.Client, name string) (State, error) {
 	res, err := inspect.exec(ctx, c, inspectKeys(name), inspectArgs(name)).ToArray()
 	if err != nil {
 		return State{}, fmt.Errorf("inspect %s: %w", name, err)
 	}
-	return parseState(name, res)
+	s, err := parseState(name, res)
+	if err != nil {
+		return State{}, err
+	}
+	settle(ctx, c, &s)
+	return s, nil
 }
 
 // InspectAll takes a snapshot of each lock of names, in the order given, as
@@ -182,10 +209,47 @@ func InspectAll(ctx context.Context, c rueidis.Client, names []string) ([]State,
 			if err != nil {
 				return nil, err
 			}
+			settle(ctx, c, &s)
 			out = append(out, s)
 		}
 	}
 	return out, nil
+}
+
+// settle makes s, a counter or a semaphore nobody uses by its keys, a
+// semaphore when someone waits on its channel: a semaphore with no permit
+// available and none held (AddPermits took them all, or it was set to 0)
+// keeps nothing but its count and its waiters' subscriptions. A refused
+// PUBSUB (an ACL without it) leaves s as it is.
+func settle(ctx context.Context, c rueidis.Client, s *State) {
+	if s.Shape != ShapeCounter {
+		return
+	}
+	if n, err := Listeners(ctx, c, script.KeysOf(s.Name).SemaphoreChannel); err == nil && n > 0 {
+		s.Shape, s.Semaphore, s.Count = ShapeSemaphore, &SemaphoreState{Set: true, Available: s.Count}, 0
+	}
+}
+
+// Listeners counts the connections subscribed to channel on every node of
+// c: PUBSUB NUMSUB, and PUBSUB SHARDNUMSUB where the server has sharded
+// pub/sub (Redis 7+, where waiters in Redis Cluster subscribe so). A
+// leasehold Client subscribes once per channel however many of its
+// goroutines wait, and only while one does, as Redisson does: it counts
+// waiting Clients, not goroutines.
+func Listeners(ctx context.Context, c rueidis.Client, channel string) (int64, error) {
+	var n int64
+	for _, node := range c.Nodes() {
+		m, err := node.Do(ctx, node.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
+		if err != nil {
+			return 0, fmt.Errorf("PUBSUB NUMSUB %s: %w", channel, err)
+		}
+		n += m[channel]
+		// Redis 6.2 has no sharded pub/sub: its error says only that.
+		if m, err := node.Do(ctx, node.B().PubsubShardnumsub().Channel(channel).Build()).AsIntMap(); err == nil {
+			n += m[channel]
+		}
+	}
+	return n, nil
 }
 
 // inspectKeys are the KEYS of inspect.lua for the lock name.
@@ -269,6 +333,10 @@ func parseState(name string, res []rueidis.RedisMessage) (State, error) {
 	}
 	s.Writers = expiring(r.announced, r.now)
 	switch {
+	case s.Semaphore != nil && s.Semaphore.idle():
+		// An integer and no other key of a semaphore: fence's record by its
+		// name and its token, else a counter or a semaphore nobody uses.
+		parseInteger(&s, r.semaphore[2])
 	case s.Semaphore != nil:
 		s.Shape = ShapeSemaphore
 	case s.Type == "none":
@@ -282,6 +350,61 @@ func parseState(name string, res []rueidis.RedisMessage) (State, error) {
 		parseHash(&s, r)
 	}
 	return s, nil
+}
+
+// parseInteger reads NAME, a string holding an integer with none of a
+// semaphore's other keys: package fence's record of a key when its name and
+// its value are one's, else a counter or a semaphore nobody uses, which
+// settle tells apart by its channel.
+func parseInteger(s *State, value rueidis.RedisMessage) {
+	v, _ := value.ToString()
+	if key, ok := fenceResource(s.Name); ok && v != "" && v[0] != '0' {
+		if tok, err := strconv.ParseUint(v, 10, 64); err == nil {
+			s.Shape, s.Semaphore, s.Fence = ShapeFence, nil, &FenceState{Resource: key, Token: tok}
+			return
+		}
+	}
+	s.Shape, s.Count, s.Semaphore = ShapeCounter, s.Semaphore.Available, nil
+}
+
+// fenceRecordPrefix starts package fence's record of the last token applied
+// to a key (recordKey, fence/slot.go).
+const fenceRecordPrefix = "leasehold_fence:"
+
+// fenceResource is the key whose fence record name is, when it is one, in
+// any of fence's three forms: leasehold_fence:{KEY} for a KEY without
+// braces, leasehold_fence:KEY for a KEY with a hash tag, and
+// leasehold_fence:{TAG}:KEY for a KEY whose braces make none (TAG a decimal
+// string in KEY's slot). Fence gives the KEY {X} the record of X: it reads
+// as X's.
+func fenceResource(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, fenceRecordPrefix)
+	if !ok {
+		return "", false
+	}
+	if inner, ok := strings.CutPrefix(rest, "{"); ok {
+		if key, ok := strings.CutSuffix(inner, "}"); ok && key != "" && !strings.ContainsAny(key, "{}") {
+			return key, true
+		}
+		if tag, key, ok := strings.Cut(inner, "}:"); ok && decimal(tag) && strings.ContainsAny(key, "{}") &&
+			keyslot.Hashed(key) == key && keyslot.Of(tag) == keyslot.Of(key) {
+			return key, true
+		}
+	}
+	if keyslot.Hashed(rest) != rest {
+		return rest, true
+	}
+	return "", false
+}
+
+// decimal reports whether s is digits only, and not empty.
+func decimal(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // parseHash reads the lock hash NAME into s: its kind (rlock, fair, rw,

@@ -4,10 +4,15 @@ import (
 	"context"
 	"encoding/hex"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
+	"github.com/leasehold/leasehold/fence"
 	"github.com/leasehold/leasehold/internal/harness/redistest"
+	"github.com/leasehold/leasehold/script"
 )
 
 // Inspect reads each kind of lock as the library's own scripts leave it:
@@ -215,5 +220,124 @@ func TestSemaphoreStateLeases(t *testing.T) {
 	}
 	if got := s.Total(); got != 5 {
 		t.Errorf("Total = %d, want 5", got)
+	}
+}
+
+// A string holding an integer was read as a semaphore whatever it was: a
+// counter, fence's record of a key, a semaphore nobody uses. Inspect reads
+// fence's records by their name and token, a semaphore by its keys or its
+// waiters on its channel, and anything else holding an integer as a counter
+// or a semaphore nobody uses.
+func TestInspectIntegers(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	inspect := func(t *testing.T, name string) State {
+		t.Helper()
+		s, err := Inspect(ctx, c, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.At = time.Time{}
+		return s
+	}
+
+	f := fence.NewRedis(c)
+	for i, key := range []string{"ops:0", "{acct:1}:balance", "a{b}c", "a{}b", "x}y"} {
+		token := uint64(1795924132136233 + i)
+		if _, err := f.Do(ctx, key, token, "INCRBY", "406"); err != nil {
+			t.Fatal(err)
+		}
+		records, err := srv.Do("KEYS", "leasehold_fence:*").AsStrSlice()
+		if err != nil || len(records) != i+1 {
+			t.Fatalf("%v, %v: want %d records", records, err, i+1)
+		}
+		var record string
+		for _, r := range records {
+			if s := inspect(t, r); s.Fence == nil || s.Fence.Token != token {
+				continue
+			}
+			record = r
+		}
+		want := State{Name: record, Shape: ShapeFence, Type: "string", TTL: -1, Fence: &FenceState{Resource: key, Token: token}}
+		if got := inspect(t, record); !reflect.DeepEqual(got, want) {
+			t.Errorf("record of %q: got %+v, want %+v", key, got, want)
+		}
+		want = State{Name: key, Shape: ShapeCounter, Type: "string", TTL: -1, Count: 406}
+		if got := inspect(t, key); !reflect.DeepEqual(got, want) {
+			t.Errorf("%q, written through fence: got %+v, want %+v", key, got, want)
+		}
+	}
+
+	for name, value := range map[string]string{
+		"leasehold_fence:{zero}": "0",  // not a token
+		"leasehold_fence:plain":  "12", // not a name fence gives a record
+		"hits":                   "-3",
+	} {
+		srv.Do("SET", name, value)
+		n, _ := strconv.ParseInt(value, 10, 64)
+		want := State{Name: name, Shape: ShapeCounter, Type: "string", TTL: -1, Count: n}
+		if got := inspect(t, name); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s = %s: got %+v, want %+v", name, value, got, want)
+		}
+	}
+
+	// A semaphore nobody uses is its count alone: a counter by its keys.
+	if ok, err := NewSemaphore("idle", Config{}).TrySetPermits(ctx, c, 3); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if got := inspect(t, "idle"); got.Shape != ShapeCounter || got.Count != 3 || got.Semaphore != nil {
+		t.Errorf("idle semaphore: %+v", got)
+	}
+	// One set to 0 permits, with a waiter: only its channel says so.
+	if ok, err := NewSemaphore("none", Config{}).TrySetPermits(ctx, c, 0); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.Receive(sctx, c.B().Subscribe().Channel(script.KeysOf("none").SemaphoreChannel).Build(), func(rueidis.PubSubMessage) {})
+	}()
+	defer func() { stop(); <-done }()
+	deadline := time.Now().Add(5 * time.Second)
+	for n := int64(0); n == 0; n, _ = Listeners(ctx, c, script.KeysOf("none").SemaphoreChannel) {
+		if time.Now().After(deadline) {
+			t.Fatal("not subscribed within 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	want := State{Name: "none", Shape: ShapeSemaphore, Type: "string", TTL: -1, Semaphore: &SemaphoreState{Set: true}}
+	if got := inspect(t, "none"); !reflect.DeepEqual(got, want) {
+		t.Errorf("semaphore of 0 with a waiter: got %+v, want %+v", got, want)
+	}
+	all, err := InspectAll(ctx, c, []string{"none", "idle", "hits"})
+	if err != nil || len(all) != 3 || all[0].Shape != ShapeSemaphore || all[1].Shape != ShapeCounter || all[2].Shape != ShapeCounter {
+		t.Errorf("InspectAll: %+v, %v", all, err)
+	}
+}
+
+// fenceResource reads each of fence's three forms of a record's name (the
+// odd-brace form is read from fence's own records in TestInspectIntegers),
+// and no other name.
+func TestFenceResource(t *testing.T) {
+	for _, tt := range []struct {
+		name, key string
+		ok        bool
+	}{
+		{"leasehold_fence:{ops:0}", "ops:0", true},
+		{"leasehold_fence:{acct:1}:balance", "{acct:1}:balance", true},
+		{"leasehold_fence:a{b}c", "a{b}c", true},
+		{"leasehold_fence:{a}:x}y", "{a}:x}y", true},
+		{"leasehold_fence:plain", "", false},
+		{"leasehold_fence:{}", "", false},
+		{"leasehold_fence:", "", false},
+		{"fence:{ops:0}", "", false},
+		{"ops:0", "", false},
+	} {
+		if key, ok := fenceResource(tt.name); key != tt.key || ok != tt.ok {
+			t.Errorf("fenceResource(%q) = %q, %v; want %q, %v", tt.name, key, ok, tt.key, tt.ok)
+		}
 	}
 }
