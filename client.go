@@ -2,6 +2,9 @@ package leasehold
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -88,7 +91,7 @@ func newClient(rc rueidis.Client, owned bool, o options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.check(rc.Mode()); err != nil {
+	if err := s.check(rc.Mode(), strings.Join(slices.Sorted(maps.Keys(rc.Nodes())), ", ")); err != nil {
 		return nil, err
 	}
 	o.Sharded, o.MemoryPolicy = s.sharded, s.policy
