@@ -2,6 +2,9 @@ package leasehold
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -35,9 +38,12 @@ func (c *Client) core() *core.Client { return &c.c }
 // at once, which saves system calls, the server's too, under load; a lone
 // command is never delayed (a negative MaxFlushDelay turns it off).
 // docs/go-redis.md has the costs. Its errors name no lock, so they are no
-// *lease.Error: they read "leasehold: open: ..." and wrap lease.ErrInvalid
-// (a bad option), lease.ErrRedis (a server the Client cannot work on) or
-// rueidis' error (Redis not reached).
+// *lease.Error: they read "leasehold: open: ...", name the address and what
+// went wrong in terms of opt's fields, and wrap lease.ErrInvalid (a bad
+// option), lease.ErrRedis with Redis' reply (a server that refused: a
+// replica, a wrong password) or the error rueidis met, with
+// syscall.ECONNREFUSED when nothing listens and context.DeadlineExceeded
+// when nothing answered in time (docs/go-redis.md, "When Open fails").
 func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 	o, err := resolve(opts)
 	if err != nil {
@@ -61,7 +67,7 @@ func Open(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 	opt.DisableCache, opt.OnInvalidations = true, nil
 	rc, err := rueidis.NewClient(opt)
 	if err != nil {
-		return nil, fmt.Errorf("leasehold: open: %w", err)
+		return nil, opErr("open", dialErr(opt, err))
 	}
 	c, err := newClient(rc, true, o)
 	if err != nil {
@@ -85,7 +91,7 @@ func newClient(rc rueidis.Client, owned bool, o options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.check(rc.Mode()); err != nil {
+	if err := s.check(rc.Mode(), strings.Join(slices.Sorted(maps.Keys(rc.Nodes())), ", ")); err != nil {
 		return nil, err
 	}
 	o.Sharded, o.MemoryPolicy = s.sharded, s.policy
@@ -99,7 +105,8 @@ func newClient(rc rueidis.Client, owned bool, o options) (*Client, error) {
 // New wraps a rueidis client the caller already has; Close leaves it open.
 // Holders and waiters hear of removals and expiries as with Open, on a
 // connection of its own (see Stats.Tracking). Its errors are as Open's,
-// reading "leasehold: new: ...".
+// reading "leasehold: new: ...", but for the dial's, which rueidis.NewClient
+// returned already.
 func New(client rueidis.Client, opts ...Option) (*Client, error) {
 	if client == nil {
 		return nil, fmt.Errorf("leasehold: new: %w: nil rueidis client", lease.ErrInvalid)

@@ -175,12 +175,12 @@ func TestOpenOnReplica(t *testing.T) {
 		c.Close()
 		t.Fatal("Open on a replica succeeded")
 	}
-	if !errors.Is(err, lease.ErrRedis) || !strings.Contains(err.Error(), "read-only replica") ||
+	if !errors.Is(err, lease.ErrRedis) || !strings.Contains(err.Error(), replica.Addr()+" is a read-only replica") ||
 		!strings.Contains(err.Error(), primary.Addr()) {
 		t.Errorf("Open on a replica: %v, want lease.ErrRedis naming the replica and its primary", err)
 	}
 	rc := replica.Client()
-	if c, err := leasehold.New(rc); !errors.Is(err, lease.ErrRedis) {
+	if c, err := leasehold.New(rc); !errors.Is(err, lease.ErrRedis) || !strings.Contains(err.Error(), replica.Addr()) {
 		if c != nil {
 			c.Close()
 		}

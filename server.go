@@ -116,14 +116,14 @@ func (s server) shardedPubSub() bool {
 }
 
 // check returns an error wrapping lease.ErrRedis when the Client cannot work
-// on this server at all: a read-only replica, reached directly rather than
-// through Sentinel or Redis Cluster (which lead rueidis to primaries). A
-// replica that was a primary when the Client opened (a failover under way) is
-// a pause instead: its READONLY replies are waited out.
-func (s server) check(mode rueidis.ClientMode) error {
+// on this server, at addr, at all: a read-only replica, reached directly
+// rather than through Sentinel or Redis Cluster (which lead rueidis to
+// primaries). A replica that was a primary when the Client opened (a failover
+// under way) is a pause instead: its READONLY replies are waited out.
+func (s server) check(mode rueidis.ClientMode, addr string) error {
 	if mode == rueidis.ClientModeStandalone && s.role == "slave" {
-		return fmt.Errorf("%w: the address is a read-only replica (of %s): locks are taken on the primary",
-			lease.ErrRedis, s.primary)
+		return fmt.Errorf("%w: %s is a read-only replica (of %s): locks are taken on the primary",
+			lease.ErrRedis, addr, s.primary)
 	}
 	return nil
 }

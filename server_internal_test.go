@@ -26,7 +26,7 @@ func TestParseInfo(t *testing.T) {
 		}
 	}
 	r := parseInfo("role:slave\r\nmaster_host:10.0.0.1\r\nmaster_port:6380\r\nmaxmemory:1024\r\nmaxmemory_policy:volatile-lru\r\n")
-	if r.role != "slave" || r.primary != "10.0.0.1:6380" || !r.evicts() || r.check("standalone") == nil {
+	if r.role != "slave" || r.primary != "10.0.0.1:6380" || !r.evicts() || r.check("standalone", "10.0.0.2:6380") == nil {
 		t.Errorf("replica with an evicting policy read as %+v", r)
 	}
 }

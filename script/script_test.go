@@ -66,7 +66,8 @@ func TestFairScriptsIncludeHelpers(t *testing.T) {
 		give string
 		want []string
 	}{
-		{"fair_acquire", []string{"fair_prune", "fair_tell_head"}},
+		{"fair_acquire", []string{"fair_prune", "fair_tell_head", "fair_expire"}},
+		{"fair_keep", []string{"fair_prune", "fair_tell_head", "fair_expire"}},
 		{"fair_abandon", []string{"fair_prune", "fair_tell_head"}},
 		{"fair_release", []string{"fair_prune", "fair_tell_head"}},
 		{"fair_force_release", []string{"fair_prune"}},

@@ -25,9 +25,10 @@
 -- Deadlines are read from the server's clock, never a client's, and each
 -- waiter's deadline depends on nothing but its own last attempt: deadlines
 -- cannot drift, and clients with skewed clocks cannot evict live waiters.
+-- The list and the zset expire at the last deadline (lib/fair_expire.lua).
 -- Replies are written as one string of space-separated values: see lib/reply.lua.
 --
--- Calls: free lock 11, re-entry 7, held by another 8, held by another joining 12, head of the queue 16
+-- Calls: free lock 11, re-entry 7, held by another 8, held by another joining 15, head of the queue 16
 --!include reply
 redis.replicate_commands() -- TIME before writes (Redis < 5); a no-op since 7.0
 local t = redis.call('time')
@@ -35,10 +36,11 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local owner = ARGV[2]
 local refresh = tonumber(ARGV[4])
 
--- queue_check, prune and tell_head, shared by the fair scripts: lua/lib/,
--- spliced in at load.
+-- queue_check, prune, tell_head and queue_expire, shared by the fair
+-- scripts: lua/lib/, spliced in at load.
 --!include fair_prune
 --!include fair_tell_head
+--!include fair_expire
 --!include token
 --!include token_check
 --!include hold
@@ -107,6 +109,7 @@ if ARGV[5] == '1' then
     redis.call('zadd', KEYS[3], deadline, owner)
     redis.call('rpush', KEYS[2], owner)
   end
+  queue_expire(KEYS[2], KEYS[3], now)
 end
 if pruned or free then
   tell_head(KEYS[1], KEYS[2], KEYS[5], ARGV[6], refresh, owner)
