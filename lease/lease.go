@@ -82,13 +82,13 @@ func (l *Lease) Release(ctx context.Context) error {
 		return errNoHold
 	}
 	s := l.state()
-	if !s.Claim() {
+	if !s.MarkReleased() {
 		return &Error{Op: "release", Name: l.Name(), Err: fmt.Errorf("%w: released already", ErrNotHeld)}
 	}
 	err := s.Release(ctx)
 	if err != nil && !errors.Is(err, ErrNotHeld) {
 		// Redis did not confirm: the lease is still held, and releasable.
-		s.Unclaim()
+		s.UnmarkReleased()
 		return err
 	}
 	s.Cancel(errReleased)

@@ -114,6 +114,10 @@ func TestCompose(t *testing.T) {
 		{"last line", "x()\n--!include h", "local function h() end\n", "x()\nlocal function h() end\n"},
 		{"CRLF", "--!include h\r\nh()\r\n", "local function h() end\n", "local function h() end\nh()\r\n"},
 		{"marker not at line start", "x = 1 --!include h\n", "local function h() end\n", "x = 1 --!include h\n"},
+		{"arguments", "--!include h n KEYS[2] ARGV[1]\n", "if $1 then f($2, $3, $1) end\n",
+			"if n then f(KEYS[2], ARGV[1], n) end\n"},
+		{"a pattern's $ is no parameter", "--!include h x\n", "m = string.match($1, '^%d+$')\n",
+			"m = string.match(x, '^%d+$')\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,6 +147,7 @@ func TestComposePanics(t *testing.T) {
 		{"included twice", "--!include h\n--!include h\n", "local x\n", `"--!include h": included twice`},
 		{"nested include", "--!include h\n", "local x\n--!include h\n", `"--!include h": a helper includes nothing`},
 		{"nested at the top", "--!include h\n", "--!include h\n", `"--!include h": a helper includes nothing`},
+		{"an argument missing", "--!include h a\n", "f($1, $2)\n", `"--!include h a": no argument for $2`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

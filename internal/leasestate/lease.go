@@ -81,12 +81,12 @@ func (l *Lease) Context(released error) context.Context {
 	return l.ctx
 }
 
-// Claim marks the lease released and reports whether it was held until
-// then: of two Releases at once, one claims it.
-func (l *Lease) Claim() bool { return l.released.CompareAndSwap(false, true) }
+// MarkReleased marks the lease released and reports whether it was held
+// until then: of two Releases at once, one marks it.
+func (l *Lease) MarkReleased() bool { return l.released.CompareAndSwap(false, true) }
 
-// Unclaim undoes Claim after a release Redis did not confirm.
-func (l *Lease) Unclaim() { l.released.Store(false) }
+// UnmarkReleased undoes MarkReleased after a release Redis did not confirm.
+func (l *Lease) UnmarkReleased() { l.released.Store(false) }
 
 // Release gives up the lease's share of its hold (see Hold.Release).
 func (l *Lease) Release(ctx context.Context) error { return l.hold.Release(ctx, l.token, l.since) }
