@@ -64,13 +64,13 @@ type HoldConfig struct {
 	Presence lua.Presence
 	// Pass, when set, lets the hold's last release pass the lock to a
 	// waiter of the same Client (see Pass).
-	Pass *Pass
+	Pass *Passing
 }
 
-// Pass is how a lock's last release passes it to a waiter of its own
+// Passing is how a lock's last release passes it to a waiter of its own
 // Client in one script (lua.Handoff), through the waiters' line
 // (internal/handoff): one per lock, shared by its holds.
-type Pass struct {
+type Passing struct {
 	Client  *Client
 	Channel string // the lock's channel, which names its line
 	To      lua.Handoff
@@ -80,7 +80,7 @@ type Pass struct {
 // Held reports whether a hold of the lock, on this Client, is held now: an
 // Acquire then need not try the lock before it waits, since the hold's
 // release passes it on or publishes.
-func (p *Pass) Held() bool { return p.holds.Load() > 0 }
+func (p *Passing) Held() bool { return p.holds.Load() > 0 }
 
 type state int
 

@@ -50,7 +50,7 @@ type Engine struct {
 	// pass lets a release pass the lock to a waiter of the same Client
 	// (lua.Handoff), and such waiters stand in the lock's line with
 	// leaseMs; nil where the kind cannot, or the lock must not (see passes).
-	pass    *core.Pass
+	pass    *core.Passing
 	leaseMs string
 	// wanter leaves the marks of waiters that do not listen (lua.Wanter);
 	// nil where the lock is never passed. tried is when a TryAcquire last
@@ -73,7 +73,7 @@ func New(c *core.Client, name string, cfg core.LockConfig, p lua.Protocol) *Engi
 		e.watch = hubWatcher{c.Hub()}
 		if to, ok := p.(lua.Handoff); ok && passes(c, cfg) {
 			ch, _ := p.Wakeup("")
-			e.pass, e.leaseMs = &core.Pass{Client: c, Channel: ch, To: to}, lua.Ms(cfg.TTL())
+			e.pass, e.leaseMs = &core.Passing{Client: c, Channel: ch, To: to}, lua.Ms(cfg.TTL())
 			e.wanter, _ = p.(lua.Wanter)
 		}
 	}

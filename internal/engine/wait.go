@@ -81,7 +81,7 @@ func (e *Engine) wait(c *call, owner string, mark hub.Mark, g lua.Grant, err err
 
 // track has the hub hear of the lock key's next change, unless a hold of
 // this Client holds the lock: its release passes it on or publishes, and
-// its loss wakes a waiter (see core.Pass), so that a key handed from one
+// its loss wakes a waiter (see core.Passing), so that a key handed from one
 // goroutine to the next costs no read. Track errors are not fatal: the TTL
 // timer still runs.
 func (s *waiting) track() {
