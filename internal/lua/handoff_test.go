@@ -145,7 +145,8 @@ func TestHandoffAsksWhoWantsTheLock(t *testing.T) {
 	srv.Do("HSET", name, owner, "1")
 	msgs := listen(t, srv, k.Channel)
 	p, err := l.ReleaseTo(ctx, c, owner, successor, "60000", true, 3*time.Second)
-	if err != nil || p.Outcome != Yielded || p.Listeners != 0 || p.Mark < 1900*time.Millisecond {
+	// The mark's time left: up to 2.01s, less this test's round trips since.
+	if err != nil || p.Outcome != Yielded || p.Listeners != 0 || p.Mark < time.Second || p.Mark > 2010*time.Millisecond {
 		t.Fatalf("a poller due within the look-ahead: %+v, %v; want published for it, its mark's time left", p, err)
 	}
 	if n, _ := srv.Do("EXISTS", name).AsInt64(); n != 0 {
