@@ -1,0 +1,483 @@
+package partition_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/harness/redistest"
+	"github.com/leasehold/leasehold/lease"
+	"github.com/leasehold/leasehold/partition"
+	"github.com/leasehold/leasehold/rlock"
+)
+
+// Bad input is Run's *lease.Error wrapping lease.ErrInvalid, at once, with
+// nothing written.
+func TestInvalidInput(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, srv)
+	fn := func(context.Context, int) error { return nil }
+	tests := []struct {
+		name string
+		g    *partition.Group
+		fn   func(context.Context, int) error
+	}{
+		{"nil client", partition.New(nil, "g", 4), fn},
+		{"empty name", partition.New(c, "", 4), fn},
+		{"no partitions", partition.New(c, "g", 0), fn},
+		{"negative partitions", partition.New(c, "g", -1), fn},
+		{"too many partitions", partition.New(c, "g", 1<<14+1), fn},
+		{"capacity 0", partition.New(c, "g", 4, partition.WithCapacity(0)), fn},
+		{"nil fn", partition.New(c, "g", 4), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() { done <- tt.g.Run(ctxTimeout(t, 10*time.Second), tt.fn) }()
+			select {
+			case err := <-done:
+				isInvalid(t, err)
+			case <-time.After(5 * time.Second):
+				t.Fatal("Run did not return at once")
+			}
+		})
+	}
+	if keys, _ := srv.Do("KEYS", "*").AsStrSlice(); len(keys) != 0 {
+		t.Fatalf("keys written: %v", keys)
+	}
+}
+
+// A Group runs one Run at a time; a second returns ErrInvalid while the
+// first runs on.
+func TestRunTwice(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newRecorder(t)
+	rn := run(t, r, "a", open(t, srv), 2)
+	settled(t, 10*time.Second, r, 2, rn)
+	isInvalid(t, rn.g.Run(ctxTimeout(t, 10*time.Second), func(context.Context, int) error { return nil }))
+	settled(t, time.Second, r, 2, rn)
+}
+
+// Members agree on n: a member with another n fails with ErrInvalid,
+// writing nothing, and the others run on.
+func TestPartitionCountMismatch(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newRecorder(t)
+	a := run(t, r, "a", open(t, srv), 4)
+	settled(t, 10*time.Second, r, 4, a)
+	err := partition.New(open(t, srv), "g", 5).Run(ctxTimeout(t, 10*time.Second), func(context.Context, int) error { return nil })
+	isInvalid(t, err)
+	settled(t, time.Second, r, 4, a)
+}
+
+// Joins and leaves, one at a time: after each, the members run n
+// partitions between them, floor or ceil of n over the members each; a
+// join moves only the surplus over the new quotas, to the joiner, and a
+// leave only the leaver's partitions, each partition once (its fn started
+// once more); never are two fns of one partition running at once, and each
+// partition's tokens rise across its owners.
+func TestBalanceAndStickiness(t *testing.T) {
+	srv := redistest.Start(t)
+	const n = 12
+	r := newRecorder(t)
+	before := map[int]int{}
+	step := func(what string, wantMoves int, rs ...*runner) {
+		t.Helper()
+		settled(t, 10*time.Second, r, n, rs...)
+		// Settled, nothing more moves: a late move would show here.
+		time.Sleep(2 * watchdog)
+		if got := r.started(); got != wantMoves {
+			t.Fatalf("%s: %d fns started in all, want %d", what, got, wantMoves)
+		}
+		after := r.startsOf()
+		for p, k := range after {
+			if k > before[p]+1 {
+				t.Fatalf("%s: partition %d started %d times", what, p, k-before[p])
+			}
+		}
+		before = after
+	}
+	a := run(t, r, "a", open(t, srv), n)
+	step("a alone", 12, a)
+	b := run(t, r, "b", open(t, srv), n)
+	step("b joins", 12+6, a, b)
+	c := run(t, r, "c", open(t, srv), n)
+	step("c joins", 12+6+4, a, b, c)
+	d := run(t, r, "d", open(t, srv), n)
+	step("d joins", 12+6+4+3, a, b, c, d)
+	moved := r.owners()["b"]
+	if err := b.stop(t); err != nil {
+		t.Fatalf("b's Run: %v", err)
+	}
+	step("b leaves", 12+6+4+3+moved, a, c, d)
+	if err := a.stop(t); err != nil {
+		t.Fatalf("a's Run: %v", err)
+	}
+	step("a leaves", 12+6+4+3+moved+4, c, d)
+}
+
+// A member whose Run ends hands its partitions over at once: the others
+// run them within a second (and the fns' exit, here at once), not at the
+// end of its lease (10s here).
+func TestHandover(t *testing.T) {
+	srv := redistest.Start(t)
+	const n, lease = 16, 10 * time.Second
+	r := newRecorder(t)
+	a := run(t, r, "a", open(t, srv, leasehold.WithWatchdog(lease)), n)
+	b := run(t, r, "b", open(t, srv, leasehold.WithWatchdog(lease)), n)
+	settled(t, 10*time.Second, r, n, a, b)
+	start := time.Now()
+	a.cancel()
+	settled(t, 5*time.Second, r, n, b)
+	took := time.Since(start)
+	t.Logf("handover of %d partitions took %v", n/2, took)
+	// A second, plus 2s for a loaded machine under -race: far below the
+	// lease.
+	if took > 3*time.Second {
+		t.Fatalf("handover took %v", took)
+	}
+	if err := a.wait(t, 5*time.Second); err != nil {
+		t.Fatalf("a's Run: %v", err)
+	}
+}
+
+// A member killed with SIGKILL is taken over within its lease (1s) plus a
+// moment: the others run its partitions, under tokens above its own.
+func TestKilledMemberTakenOver(t *testing.T) {
+	srv := redistest.Start(t)
+	const n, lease = 8, time.Second
+	r := newRecorder(t)
+	a := run(t, r, "a", open(t, srv, leasehold.WithWatchdog(lease)), n)
+	settled(t, 10*time.Second, r, n, a)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+srv.Addr(), helperEnv+"_WATCHDOG="+lease.String(),
+		helperEnv+"_N="+strconv.Itoa(n), helperEnv+"_GROUP=g")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	tokens := map[int]uint64{}
+	var mu sync.Mutex
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			p, _ := strconv.Atoi(f[0])
+			tok, _ := strconv.ParseUint(f[1], 10, 64)
+			mu.Lock()
+			tokens[p] = tok
+			mu.Unlock()
+		}
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	eventually(t, 10*time.Second, "the helper running half the partitions", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(tokens) == n/2 && r.owners()["a"] == n/2
+	})
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL: no goodbye
+		t.Fatal(err)
+	}
+	<-exited
+	killed := time.Now()
+	settled(t, 10*time.Second, r, n, a)
+	took := time.Since(killed)
+	t.Logf("takeover of %d partitions took %v after the kill (lease %v)", n/2, took, lease)
+	// The lease, then a second, plus 2s for a loaded machine under -race.
+	if took > lease+3*time.Second {
+		t.Fatalf("takeover took %v", took)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for p, tok := range tokens {
+		if r.last[p] <= tok {
+			t.Errorf("partition %d: token %d after the killed member's %d", p, r.last[p], tok)
+		}
+	}
+}
+
+// A member whose connection to Redis is cut is taken over within its lease
+// plus a moment, and its fns end (its leases lost) before the others'
+// start: the recorder sees no overlap.
+func TestCutMemberTakenOver(t *testing.T) {
+	srv := redistest.Start(t)
+	const n = 8
+	r := newRecorder(t)
+	proxy := redistest.NewProxy(t, srv.Addr())
+	opt := srv.Option()
+	opt.InitAddress = []string{proxy.Addr()}
+	a := run(t, r, "a", open(t, srv), n)
+	b := run(t, r, "b", openAt(t, opt), n)
+	settled(t, 10*time.Second, r, n, a, b)
+	proxy.Refuse(true)
+	proxy.Cut()
+	cut := time.Now()
+	settled(t, 10*time.Second, r, n, a)
+	took := time.Since(cut)
+	t.Logf("takeover of a cut member's %d partitions took %v (lease %v)", n/2, took, watchdog)
+	if took > watchdog+3*time.Second {
+		t.Fatalf("takeover took %v", took)
+	}
+	// Back, b joins again and gets its share.
+	proxy.Refuse(false)
+	settled(t, 15*time.Second, r, n, a, b)
+}
+
+// An fn that returns nil leaves its partition this member's, idle: not run
+// again, and run by no other member, until it moves; then its new owner
+// runs it.
+func TestFnReturnsNil(t *testing.T) {
+	srv := redistest.Start(t)
+	const n = 4
+	r := newRecorder(t)
+	a := runFn(t, "a", open(t, srv), n, func(ctx context.Context, p int) error {
+		r.enter(ctx, "a", p)
+		r.leave("a", p)
+		return nil
+	})
+	eventually(t, 10*time.Second, "a assigned every partition, each fn run once", func() bool {
+		return a.g.Stats().Assigned == n && r.started() == n
+	})
+	time.Sleep(3 * watchdog) // renewals and checks: nothing runs again
+	if got := r.started(); got != n || len(a.g.Owned()) != 0 {
+		t.Fatalf("%d fns started, %v owned; want %d, none", got, a.g.Owned(), n)
+	}
+	b := run(t, r, "b", open(t, srv), n)
+	eventually(t, 10*time.Second, "b runs half", func() bool { return r.owners()["b"] == n/2 })
+	time.Sleep(3 * watchdog)
+	if got := r.started(); got != n+n/2 || a.g.Stats().Assigned != n/2 {
+		t.Fatalf("%d fns started, a assigned %d; want %d, %d: a's idle partitions ran again", got, a.g.Stats().Assigned, n+n/2, n/2)
+	}
+	if err := a.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	settled(t, 10*time.Second, r, n, b)
+}
+
+// An fn that returns an error ends Run with it: every other fn's ctx ends
+// (with that error as its cause), Run returns once they have returned,
+// having left the group, whose other member takes every partition.
+func TestFnError(t *testing.T) {
+	srv := redistest.Start(t)
+	const n = 6
+	r := newRecorder(t)
+	boom := errors.New("boom")
+	fail := make(chan struct{})
+	var causes sync.Map
+	a := runFn(t, "a", open(t, srv), n, func(ctx context.Context, p int) error {
+		r.enter(ctx, "a", p)
+		defer r.leave("a", p)
+		select {
+		case <-fail:
+			if p == 0 {
+				return boom
+			}
+			<-ctx.Done()
+		case <-ctx.Done():
+		}
+		time.Sleep(50 * time.Millisecond) // winding down: Run waits
+		causes.Store(p, context.Cause(ctx))
+		return ctx.Err()
+	})
+	settled(t, 10*time.Second, r, n, a)
+	b := run(t, r, "b", open(t, srv), n)
+	settled(t, 10*time.Second, r, n, a, b)
+	aParts := a.g.Owned()
+	if aParts[0] != 0 {
+		// a keeps 0..2, the lowest: see lib/partition.lua.
+		t.Fatalf("a owns %v, not partition 0", aParts)
+	}
+	close(fail)
+	err := a.wait(t, 10*time.Second)
+	if !errors.Is(err, boom) {
+		t.Fatalf("Run returned %v, want boom", err)
+	}
+	if owned := a.g.Owned(); len(owned) != 0 || r.owners()["a"] != 0 {
+		t.Fatalf("Run returned with %v owned, %d running", owned, r.owners()["a"])
+	}
+	for _, p := range aParts[1:] {
+		if c, _ := causes.Load(p); !errors.Is(c.(error), boom) {
+			t.Errorf("partition %d's ctx ended with %v, want boom", p, c)
+		}
+	}
+	settled(t, 10*time.Second, r, n, b)
+}
+
+// A partition's lease lost under fn (its lock deleted by an operator) ends
+// fn's ctx with lease.ErrLost; the member, whose partition it still is,
+// takes it again under a higher token. The other partitions run on.
+func TestLostPartitionTakenAgain(t *testing.T) {
+	srv := redistest.Start(t)
+	const n = 2
+	r := newRecorder(t)
+	causes := make(chan error, 4)
+	c := open(t, srv)
+	a := runFn(t, "a", c, n, func(ctx context.Context, p int) error {
+		r.enter(ctx, "a", p)
+		defer r.leave("a", p)
+		<-ctx.Done()
+		if p == 0 {
+			causes <- context.Cause(ctx)
+		}
+		return nil
+	})
+	settled(t, 10*time.Second, r, n, a)
+	ctx := ctxTimeout(t, 10*time.Second)
+	if ok, err := rlock.New(open(t, srv), "g:0").ForceRelease(ctx); !ok || err != nil {
+		t.Fatalf("ForceRelease: %v, %v", ok, err)
+	}
+	select {
+	case cause := <-causes:
+		wantErr(t, cause, lease.ErrLost)
+	case <-time.After(5 * time.Second):
+		t.Fatal("fn's ctx did not end after its lock was deleted")
+	}
+	eventually(t, 10*time.Second, "partition 0 run again", func() bool { return r.startsOf()[0] == 2 })
+	settled(t, 10*time.Second, r, n, a)
+	if got := r.startsOf()[1]; got != 1 {
+		t.Fatalf("partition 1 started %d times", got)
+	}
+}
+
+// Closing the Client ends Run with an error wrapping lease.ErrClosed, every
+// fn returned.
+func TestClientClosed(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newRecorder(t)
+	c, err := leasehold.Open(srv.Option(), leasehold.WithWatchdog(watchdog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := run(t, r, "a", c, 4)
+	settled(t, 10*time.Second, r, 4, a)
+	c.Close()
+	wantErr(t, a.wait(t, 10*time.Second), lease.ErrClosed)
+	if got := r.owners()["a"]; got != 0 {
+		t.Fatalf("%d fns still running after Run returned", got)
+	}
+}
+
+// A member's capacity caps what it owns; the others share the rest.
+func TestCapacity(t *testing.T) {
+	srv := redistest.Start(t)
+	const n = 10
+	r := newRecorder(t)
+	a := run(t, r, "a", open(t, srv), n, partition.WithCapacity(2))
+	b := run(t, r, "b", open(t, srv), n)
+	c := run(t, r, "c", open(t, srv), n)
+	eventually(t, 10*time.Second, "a runs 2, b and c 4 each", func() bool {
+		o := r.owners()
+		return o["a"] == 2 && o["b"] == 4 && o["c"] == 4 && len(a.g.Owned()) == 2
+	})
+	_ = b
+	_ = c
+}
+
+// When every member has left, nothing of the group is left in Redis: the
+// group's keys and the partitions' locks at once, their fencing counters
+// within the lease.
+func TestNoKeyLeft(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newRecorder(t)
+	a := run(t, r, "a", open(t, srv), 4)
+	b := run(t, r, "b", open(t, srv), 4)
+	settled(t, 10*time.Second, r, 4, a, b)
+	for _, rn := range []*runner{a, b} {
+		if err := rn.stop(t); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, _ := srv.Do("KEYS", "*").AsStrSlice()
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "redisson_lock_token:") {
+			t.Errorf("key %s left after every member left", k)
+		}
+	}
+	eventually(t, watchdog+5*time.Second, "no key left", func() bool {
+		keys, err := srv.Do("KEYS", "*").AsStrSlice()
+		return err == nil && len(keys) == 0
+	})
+}
+
+// A join reaches balance within a few seconds: 64 partitions over five
+// members, then a sixth; with a 10s lease, nothing waits for one to end.
+func TestRebalanceTime(t *testing.T) {
+	srv := redistest.Start(t)
+	const n, lease = 64, 10 * time.Second
+	r := newRecorder(t)
+	var rs []*runner
+	for i := range 5 {
+		rs = append(rs, run(t, r, "m"+strconv.Itoa(i), open(t, srv, leasehold.WithWatchdog(lease)), n))
+	}
+	settled(t, 20*time.Second, r, n, rs...)
+	start := time.Now()
+	rs = append(rs, run(t, r, "m5", open(t, srv, leasehold.WithWatchdog(lease)), n))
+	settled(t, 10*time.Second, r, n, rs...)
+	took := time.Since(start)
+	t.Logf("a sixth member joining 64 partitions over five: balanced after %v", took)
+	// A few seconds, on a loaded machine under -race.
+	if took > 3*time.Second {
+		t.Fatalf("balance took %v", took)
+	}
+}
+
+// The Client's key prefix comes before every key of the group, and of its
+// partitions' locks; the names users see (the partitions' leases) are as
+// given.
+func TestKeyPrefix(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newRecorder(t)
+	a := run(t, r, "a", open(t, srv, leasehold.WithKeyPrefix("app:")), 2)
+	settled(t, 10*time.Second, r, 2, a)
+	keys, _ := srv.Do("KEYS", "*").AsStrSlice()
+	slices.Sort(keys)
+	want := []string{"app:g:0", "app:g:1", "redisson_lock_token:{app:g:0}", "redisson_lock_token:{app:g:1}",
+		"{app:g}:members", "{app:g}:partitions"}
+	if !slices.Equal(keys, want) {
+		t.Fatalf("keys %v, want %v", keys, want)
+	}
+}
+
+// In Redis Cluster the partitions' locks spread over the slots (NAME:PART
+// hashes apart), the group's keys stay in NAME's, and its messages reach
+// the members (sharded pub/sub on Redis 7): a member that stops hands its
+// partitions over at once.
+func TestCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	const n = 12
+	r := newRecorder(t)
+	const lease = 10 * time.Second // the handover must not wait for it
+	a := run(t, r, "a", openAt(t, cl.Option(), leasehold.WithWatchdog(lease)), n)
+	b := run(t, r, "b", openAt(t, cl.Option(), leasehold.WithWatchdog(lease)), n)
+	settled(t, 20*time.Second, r, n, a, b)
+	slots := map[int64]bool{}
+	for p := range n {
+		slots[cl.KeySlot("g:"+strconv.Itoa(p))] = true
+	}
+	locks := cl.Keys("g:*")
+	if len(slots) < n/2 || len(locks) != n {
+		t.Fatalf("%d partitions' locks %v over %d slots", n, locks, len(slots))
+	}
+	start := time.Now()
+	a.cancel()
+	settled(t, 10*time.Second, r, n, b)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("handover took %v (lease %v)", took, lease)
+	}
+}
