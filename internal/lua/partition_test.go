@@ -91,7 +91,9 @@ func TestPartitionAssignment(t *testing.T) {
 				before, _, _ := r.owners()
 				var joiner, leaver string
 				if len(live) == 0 || (len(live) < 12 && rng.IntN(3) > 0) {
-					joiner = fmt.Sprintf("m%02d", step)
+					// Named at random: the order of names is not the
+					// order of joins.
+					joiner = fmt.Sprintf("m%03d-%02d", rng.IntN(1000), step)
 					capacity := 0
 					if rng.IntN(4) == 0 {
 						capacity = 1 + rng.IntN(max(n/3, 1))
