@@ -483,3 +483,69 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("handover took %v (lease %v)", took, lease)
 	}
 }
+
+// commandCalls reads how many times srv has run each command (INFO
+// commandstats), commands run by scripts included.
+func commandCalls(t *testing.T, srv *redistest.Server) map[string]int64 {
+	t.Helper()
+	info, err := srv.Do("INFO", "commandstats").ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]int64{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":calls=")
+		if ok {
+			n, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+			calls[name] = n
+		}
+	}
+	return calls
+}
+
+// Once settled, a group costs Redis its members' renewals, one pipelined
+// round per member and tick with a script per hold (the membership and each
+// partition's lock), and a check per member about every two-thirds of a
+// lease (at the first of the others' leases' end): nothing per partition
+// besides its renewal, and nothing per tick besides the rounds.
+func TestSteadyStateCost(t *testing.T) {
+	srv := redistest.Start(t)
+	const n, members, lease = 64, 4, 600 * time.Millisecond
+	r := newRecorder(t)
+	var rs []*runner
+	var cs []*leasehold.Client
+	for i := range members {
+		c := open(t, srv, leasehold.WithWatchdog(lease))
+		cs = append(cs, c)
+		rs = append(rs, run(t, r, "m"+strconv.Itoa(i), c, n))
+	}
+	settled(t, 20*time.Second, r, n, rs...)
+	time.Sleep(lease) // the joins' checks are done
+	rounds := func() (sum uint64) {
+		for _, c := range cs {
+			sum += c.Stats().RenewalRounds
+		}
+		return sum
+	}
+	const window = 3 * time.Second
+	before, roundsBefore := commandCalls(t, srv), rounds()
+	time.Sleep(window)
+	after, dRounds := commandCalls(t, srv), rounds()-roundsBefore
+	// partition_check's steady path runs one ZCARD, and no other script
+	// of the group's (nor the guard's reads, HMGET) does.
+	checks := after["zcard"] - before["zcard"]
+	scripts := after["evalsha"] + after["eval"] - before["evalsha"] - before["eval"]
+	renewals := int64(dRounds) * (1 + n/members)
+	t.Logf("%v, %d members, %d partitions: %d renewal rounds (%d scripts), %d checks, %d scripts in all",
+		window, members, n, dRounds, renewals, checks, scripts)
+	// A check per member every 2/3 of a lease at most (a renewal every
+	// third: the first lease to end is at least 2/3 of a lease away), 30
+	// in all, and one more each at the window's edges; a loaded machine's
+	// late timers make fewer. Checking at every renewal would make 60.
+	if limit := int64(members*window/(lease*2/3) + members); checks > limit || checks == 0 {
+		t.Fatalf("%d checks in %v, want 1 to %d", checks, window, limit)
+	}
+	if scripts > renewals+checks+int64(members) {
+		t.Fatalf("%d scripts ran, beyond %d renewals and %d checks", scripts, renewals, checks)
+	}
+}
