@@ -160,10 +160,13 @@ func (m *member) check() {
 	case !v.Member:
 		// Dropped: its lease ended in Redis before the keeper knew (a
 		// pause longer than the lease). Its partitions may be others' now.
+		// It joins afresh at the next refresh, after a backoff: a lease
+		// too short for Redis' answers to come in time is not retried in
+		// a loop.
 		_ = m.ls.Release(m.ctx) // gives it up here too
 		m.ls = nil
 		m.assign(nil, fmt.Errorf("%w: this member was dropped from the group", ErrRevoked))
-		m.join()
+		m.later()
 	default:
 		m.b.Reset()
 		m.apply(v)
