@@ -549,3 +549,37 @@ func TestSteadyStateCost(t *testing.T) {
 		t.Fatalf("%d scripts ran, beyond %d renewals and %d checks", scripts, renewals, checks)
 	}
 }
+
+// A member removed from the group behind its back (an operator's ZREM)
+// stops its partitions at its next check and joins again under a new id;
+// the group settles again, never two runs of a partition at once.
+func TestDroppedMemberJoinsAgain(t *testing.T) {
+	srv := redistest.Start(t)
+	const n = 8
+	r := newRecorder(t)
+	a := run(t, r, "a", open(t, srv), n)
+	cb := open(t, srv)
+	b := run(t, r, "b", cb, n)
+	settled(t, 10*time.Second, r, n, a, b)
+	members, _ := srv.Do("ZRANGE", "{g}:members", "0", "-1").AsStrSlice()
+	var gone string
+	for _, m := range members {
+		if strings.HasPrefix(m, cb.ID()+":") {
+			gone = m
+		}
+	}
+	if gone == "" {
+		t.Fatalf("no member of b's Client among %v", members)
+	}
+	starts := r.started()
+	srv.Do("ZREM", "{g}:members", gone)
+	srv.Do("PUBLISH", "leasehold_partition__channel:{g}", "1")
+	eventually(t, 10*time.Second, "b back under a new id", func() bool {
+		ms, _ := srv.Do("ZRANGE", "{g}:members", "0", "-1").AsStrSlice()
+		return len(ms) == 2 && !slices.Contains(ms, gone)
+	})
+	settled(t, 10*time.Second, r, n, a, b)
+	if r.started() == starts {
+		t.Fatal("b's partitions did not stop when it was dropped")
+	}
+}
