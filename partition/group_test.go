@@ -137,12 +137,11 @@ func TestHandover(t *testing.T) {
 	settled(t, 10*time.Second, r, n, a, b)
 	start := time.Now()
 	a.cancel()
-	settled(t, 5*time.Second, r, n, b)
+	settled(t, 10*time.Second, r, n, b)
 	took := time.Since(start)
 	t.Logf("handover of %d partitions took %v", n/2, took)
-	// A second, plus 2s for a loaded machine under -race: far below the
-	// lease.
-	if took > 3*time.Second {
+	// A second, plus 4s for a loaded machine under -race: below the lease.
+	if took > 5*time.Second {
 		t.Fatalf("handover took %v", took)
 	}
 	if err := a.wait(t, 5*time.Second); err != nil {
@@ -201,8 +200,9 @@ func TestKilledMemberTakenOver(t *testing.T) {
 	settled(t, 10*time.Second, r, n, a)
 	took := time.Since(killed)
 	t.Logf("takeover of %d partitions took %v after the kill (lease %v)", n/2, took, lease)
-	// The lease, then a second, plus 2s for a loaded machine under -race.
-	if took > lease+3*time.Second {
+	// The lease, then a second, plus 3s for a loaded machine under -race:
+	// well below the survivor's renewal interval.
+	if took > lease+4*time.Second {
 		t.Fatalf("takeover took %v", took)
 	}
 	r.mu.Lock()
@@ -233,7 +233,8 @@ func TestCutMemberTakenOver(t *testing.T) {
 	settled(t, 10*time.Second, r, n, a)
 	took := time.Since(cut)
 	t.Logf("takeover of a cut member's %d partitions took %v (lease %v)", n/2, took, watchdog)
-	if took > watchdog+3*time.Second {
+	// The lease, then a second, plus 4s for a loaded machine under -race.
+	if took > watchdog+5*time.Second {
 		t.Fatalf("takeover took %v", took)
 	}
 	// Back, b joins again and gets its share.
@@ -433,8 +434,8 @@ func TestRebalanceTime(t *testing.T) {
 	settled(t, 10*time.Second, r, n, rs...)
 	took := time.Since(start)
 	t.Logf("a sixth member joining 64 partitions over five: balanced after %v", took)
-	// A few seconds, on a loaded machine under -race.
-	if took > 3*time.Second {
+	// A few seconds, on a loaded machine under -race: below the lease.
+	if took > 5*time.Second {
 		t.Fatalf("balance took %v", took)
 	}
 }
@@ -479,7 +480,7 @@ func TestCluster(t *testing.T) {
 	start := time.Now()
 	a.cancel()
 	settled(t, 10*time.Second, r, n, b)
-	if took := time.Since(start); took > 3*time.Second {
+	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("handover took %v (lease %v)", took, lease)
 	}
 }
@@ -581,5 +582,60 @@ func TestDroppedMemberJoinsAgain(t *testing.T) {
 	settled(t, 10*time.Second, r, n, a, b)
 	if r.started() == starts {
 		t.Fatal("b's partitions did not stop when it was dropped")
+	}
+}
+
+// A group runs as an ACL user holding only what docs/safety.md gives a
+// lock user under a key prefix, and the patterns docs/partition.md adds for
+// a group: the pages are enough, and nothing is refused.
+func TestLeastACL(t *testing.T) {
+	srv := redistest.Start(t)
+	read := func(file string) string {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	_, rest, ok := strings.Cut(read("../docs/safety.md"), "\nACL SETUSER ")
+	if !ok {
+		t.Fatal("docs/safety.md: no ACL SETUSER line")
+	}
+	var line strings.Builder
+	line.WriteString("ACL SETUSER ")
+	for l := range strings.Lines(rest) {
+		l = strings.TrimRight(l, "\n")
+		line.WriteString(strings.TrimSuffix(l, `\`) + " ")
+		if !strings.HasSuffix(l, `\`) {
+			break
+		}
+	}
+	for _, f := range strings.Split(read("../docs/partition.md"), "`") {
+		if strings.HasPrefix(f, "~leasehold_partition") || strings.HasPrefix(f, "&leasehold_partition") {
+			line.WriteString(f + " ")
+		}
+	}
+	rules := strings.Fields(strings.NewReplacer("PREFIX", "svc:", "PASSWORD", "pw").Replace(line.String()))
+	if err := srv.Do(rules...).Error(); err != nil {
+		t.Fatalf("%v: %v", rules, err)
+	}
+	_ = srv.Do("ACL", "SETUSER", rules[2], "+client|setinfo").Error()
+	opt := srv.Option()
+	opt.Username, opt.Password = rules[2], "pw"
+	r := newRecorder(t)
+	a := run(t, r, "a", openAt(t, opt, leasehold.WithKeyPrefix("svc:")), 4)
+	b := run(t, r, "b", openAt(t, opt, leasehold.WithKeyPrefix("svc:")), 4)
+	settled(t, 10*time.Second, r, 4, a, b)
+	if err := a.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	settled(t, 10*time.Second, r, 4, b)
+	if log, err := srv.Do("ACL", "LOG").ToArray(); err != nil || len(log) != 0 {
+		var refused []string
+		for _, e := range log {
+			m, _ := e.AsStrMap()
+			refused = append(refused, m["reason"]+" "+m["object"])
+		}
+		t.Fatalf("ACL LOG: %d refusals (%v), %v; want none", len(log), refused, err)
 	}
 }

@@ -24,7 +24,7 @@
 --!include partition
 local now = partition_now()
 local g
-if #redis.call('zrangebyscore', KEYS[1], '-inf', now, 'limit', 0, 1) > 0 then
+if #redis.call('zrange', KEYS[1], '-inf', now, 'byscore', 'limit', 0, 1) > 0 then
   local err
   g, err = partition_read(KEYS[1], KEYS[2])
   if not g then
@@ -32,7 +32,7 @@ if #redis.call('zrangebyscore', KEYS[1], '-inf', now, 'limit', 0, 1) > 0 then
   end
   partition_prune(KEYS[1], KEYS[2], g, now)
   partition_assign(KEYS[1], KEYS[2], g)
-  partition_keep(KEYS[1], KEYS[2])
+  partition_keep(KEYS[1], KEYS[2], now)
   redis.pcall('publish', KEYS[3], ARGV[2])
 end
 local f = redis.call('hmget', KEYS[2], 'gen', 'owner:' .. ARGV[1])

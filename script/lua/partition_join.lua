@@ -45,6 +45,6 @@ if g.n ~= n then
   redis.call('hset', KEYS[2], 'n', ARGV[3])
 end
 partition_assign(KEYS[1], KEYS[2], g)
-partition_keep(KEYS[1], KEYS[2])
+partition_keep(KEYS[1], KEYS[2], now)
 redis.pcall('publish', KEYS[3], ARGV[5])
 return reply(1, g.gen, 1)

@@ -28,10 +28,11 @@ redis.call('zrem', KEYS[1], ARGV[1])
 redis.call('hdel', KEYS[2], 'owner:' .. ARGV[1], 'capacity:' .. ARGV[1])
 g.dropped = g.rows[ARGV[1]] ~= nil
 g.rows[ARGV[1]], g.caps[ARGV[1]] = nil, nil
-partition_prune(KEYS[1], KEYS[2], g, partition_now())
+local now = partition_now()
+partition_prune(KEYS[1], KEYS[2], g, now)
 if redis.call('zcard', KEYS[1]) > 0 then
   partition_assign(KEYS[1], KEYS[2], g)
 end
-partition_keep(KEYS[1], KEYS[2])
+partition_keep(KEYS[1], KEYS[2], now)
 redis.pcall('publish', KEYS[3], ARGV[2])
 return 1

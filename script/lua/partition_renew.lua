@@ -27,7 +27,7 @@ if not lease_end or tonumber(lease_end) <= now then
   return 0
 end
 local g
-if #redis.call('zrangebyscore', KEYS[1], '-inf', now, 'limit', 0, 1) > 0 then
+if #redis.call('zrange', KEYS[1], '-inf', now, 'byscore', 'limit', 0, 1) > 0 then
   local err
   g, err = partition_read(KEYS[1], KEYS[2])
   if not g then
@@ -40,5 +40,5 @@ if g then
   partition_assign(KEYS[1], KEYS[2], g)
   redis.pcall('publish', KEYS[3], ARGV[3])
 end
-partition_keep(KEYS[1], KEYS[2])
+partition_keep(KEYS[1], KEYS[2], now)
 return 1

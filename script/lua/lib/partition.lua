@@ -34,8 +34,12 @@
 -- partitions first), and the others go, ascending, to the members below
 -- their quota, by name. A membership change thus moves only what must
 -- move, each partition once.
--- partition_keep(members, group) has both keys expire with the last
+-- partition_keep(members, group, now) has both keys expire with the last
 -- member's lease, or deletes them when no member is left.
+--
+-- The scripts call only commands a lock user's ACL has already (see
+-- docs/safety.md): ZRANGE BYSCORE, not ZRANGEBYSCORE; PEXPIRE, not
+-- PEXPIREAT.
 --
 -- Needs in scope: nothing but redis; the keys are parameters.
 
@@ -75,7 +79,7 @@ local function partition_read(members, group)
 end
 
 local function partition_prune(members, group, g, now)
-  local gone = redis.call('zrangebyscore', members, '-inf', now)
+  local gone = redis.call('zrange', members, '-inf', now, 'byscore')
   if #gone == 0 then
     return 0
   end
@@ -199,13 +203,13 @@ local function partition_assign(members, group, g)
   return changed
 end
 
-local function partition_keep(members, group)
+local function partition_keep(members, group, now)
   local last = redis.call('zrange', members, -1, -1, 'withscores')
   if #last == 0 then
     redis.call('del', members, group)
     return
   end
-  local at = string.format('%d', tonumber(last[2]))
-  redis.call('pexpireat', members, at)
-  redis.call('pexpireat', group, at)
+  local ttl = string.format('%d', math.max(tonumber(last[2]) - now, 1))
+  redis.call('pexpire', members, ttl)
+  redis.call('pexpire', group, ttl)
 end
