@@ -136,13 +136,14 @@ func (g *Group) partName(p int) string { return g.name + ":" + strconv.Itoa(p) }
 // back or Run runs again; what fn returns once its ctx has ended is
 // dropped. A panic in fn is not recovered.
 //
-// Run returns when ctx ends (nil), fn or Redis fails (a *lease.Error; one
-// wrapping lease.ErrClosed when the Client closes), having cancelled every
-// fn's ctx, left the group and waited for every fn to return and its
-// partition to be released: it leaves no goroutine behind. Bad input (a nil
-// Client, an empty name, n outside 1 to 16384, a bad option, a nil fn) or
-// another Run of this Group running returns at once a *lease.Error wrapping
-// lease.ErrInvalid.
+// Run returns nil when ctx ends; fn's error; or a *lease.Error when Redis
+// refuses for good or the Client closes (wrapping lease.ErrClosed): Redis
+// that does not answer for a while is waited out. It returns having
+// cancelled every fn's ctx, left the group and waited for every fn to
+// return and its partition to be released: it leaves no goroutine behind.
+// Bad input (a nil Client, an empty name, n outside 1 to 16384, a bad
+// option, a nil fn) or another Run of this Group running returns at once a
+// *lease.Error wrapping lease.ErrInvalid.
 func (g *Group) Run(ctx context.Context, fn func(ctx context.Context, part int) error) error {
 	if err := g.check(fn); err != nil {
 		return err

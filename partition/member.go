@@ -10,7 +10,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/leasehold/leasehold/internal/core"
-	"github.com/leasehold/leasehold/internal/hub"
 	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/internal/retry"
 	"github.com/leasehold/leasehold/lease"
@@ -39,7 +38,6 @@ type member struct {
 	end context.CancelCauseFunc
 	err error // Run's first error
 
-	w     *hub.Waiter  // on the group's channel
 	ls    *lease.Lease // the membership; nil while not a member
 	gen   uint64       // the generation last acted on
 	want  []bool       // this member's partitions; nil for none
@@ -82,7 +80,6 @@ func (m *member) run() error {
 		// The hub is closed: the Client is.
 		return core.Errorf(opRun, m.g.name, "%w", lease.ErrClosed)
 	}
-	m.w = w
 	defer w.Leave(false)
 	// A message is heard only once the channel is subscribed: checked
 	// again then, as after any message.
