@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/clientcore"
@@ -32,6 +33,7 @@ type Group struct {
 	name string
 	n    int
 	opts options
+	ttl  time.Duration // the membership's lease
 	p    *lua.Group
 	// base is the membership: a hold of p's (lua.KindMember) that Run
 	// takes, the keeper renews and Close releases, as a lock's.
@@ -58,7 +60,7 @@ func New(c *leasehold.Client, name string, n int, opts ...Option) *Group {
 	// A membership is no lease users hold: the Observer hears of the
 	// partitions' leases (rlocks), not of it.
 	cfg.Observer = nil
-	g := &Group{lc: c, c: cc, name: name, n: n, opts: o}
+	g := &Group{lc: c, c: cc, name: name, n: n, opts: o, ttl: cfg.TTL()}
 	g.p = lua.NewGroup(cfg.Key(name), n, o.capacity, cfg.Lua())
 	g.base = engine.New(cc, name, cfg, g.p)
 	if n > 0 && n <= lua.MaxPartitions {

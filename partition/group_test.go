@@ -13,8 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/harness/locktest"
 	"github.com/leasehold/leasehold/internal/harness/redistest"
+	"github.com/leasehold/leasehold/internal/lua"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/partition"
 	"github.com/leasehold/leasehold/rlock"
@@ -638,4 +642,31 @@ func TestLeastACL(t *testing.T) {
 		}
 		t.Fatalf("ACL LOG: %d refusals (%v), %v; want none", len(log), refused, err)
 	}
+}
+
+// A change whose message a member missed (here the joiner's PUBLISH is
+// refused by an ACL) is acted on within a lease: a lone member, with no
+// other member's lease to check at, checks once a lease.
+func TestMissedMessage(t *testing.T) {
+	srv := redistest.Start(t)
+	const n = 4
+	r := newRecorder(t)
+	a := run(t, r, "a", open(t, srv), n)
+	settled(t, 10*time.Second, r, n, a)
+	time.Sleep(watchdog) // a's checks come once a lease now
+	rc, err := rueidis.NewClient(locktest.Denied(t, srv, "publish"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	ctx := ctxTimeout(t, 10*time.Second)
+	if g, err := lua.NewGroup("g", n, 0, lua.Config{Lease: time.Minute}).Try(ctx, rc, "silent:1", true); err != nil || !g.Acquired {
+		t.Fatalf("the silent join: %+v, %v", g, err)
+	}
+	start := time.Now()
+	// The lease, plus 3s for a loaded machine under -race.
+	eventually(t, watchdog+3*time.Second, "a gives the silent joiner its half", func() bool {
+		return r.owners()["a"] == n/2 && a.g.Stats().Assigned == n/2
+	})
+	t.Logf("a acted on a join it was not told of after %v (lease %v)", time.Since(start), watchdog)
 }

@@ -29,8 +29,8 @@ const callTimeout = 5 * time.Second
 // stops the workers of the partitions no longer its own and starts those of
 // the new ones. It checks when the group tells of a change (a message on
 // the group's channel), when the first of the other members' leases is due
-// to end (so that a dead member's partitions move as its lease ends), and
-// after a failed check or join, with backoff.
+// to end (so that a dead member's partitions move as its lease ends; alone,
+// once a lease), and after a failed check or join, with backoff.
 type member struct {
 	g   *Group
 	fn  func(context.Context, int) error
@@ -187,13 +187,15 @@ func (m *member) apply(v lua.View) {
 	m.g.mu.Unlock()
 	m.gen = v.Generation
 	m.assign(want, fmt.Errorf("%w: the partition moved to another member", ErrRevoked))
+	// At the first of the others' leases' end, measured at the server
+	// before the reply travelled: the timer fires no earlier. A lone
+	// member checks once a lease, in case it missed a joiner's message
+	// (an ACL that refuses SUBSCRIBE): the joiner waits for its partitions.
+	next := m.g.ttl
 	if v.Next >= 0 {
-		// Measured at the server before the reply travelled: the timer
-		// fires no earlier than the lease ends.
-		m.timer.Reset(v.Next + time.Millisecond)
-	} else {
-		m.timer.Stop()
+		next = v.Next + time.Millisecond
 	}
+	m.timer.Reset(next)
 }
 
 // later checks (or joins) again after a failure, with backoff.
