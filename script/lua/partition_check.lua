@@ -4,7 +4,7 @@
 -- partitions. Members whose lease has ended are dropped first, the
 -- partitions assigned anew and the group told; otherwise it writes
 -- nothing. A member runs it when told of a change, and when the first of
--- the others' leases is due to end.
+-- the others' leases is due to end (alone, once a lease).
 --
 -- KEYS[1]  {NAME}:members
 -- KEYS[2]  {NAME}:partitions
