@@ -53,6 +53,10 @@ var (
 // last renewal.
 const watchdog = 500 * time.Millisecond
 
+// calm is the lease of the tests in which no lease is meant to run out:
+// long enough that a loaded machine's late renewal drops no member.
+const calm = 3 * time.Second
+
 // open returns a Client on srv with the tests' short watchdog, closed when
 // the test ends.
 func open(t *testing.T, srv *redistest.Server, opts ...leasehold.Option) *leasehold.Client {
