@@ -590,8 +590,7 @@ func TestDroppedMemberJoinsAgain(t *testing.T) {
 }
 
 // A group runs as an ACL user holding only what docs/safety.md gives a
-// lock user under a key prefix, and the patterns docs/partition.md adds for
-// a group: the pages are enough, and nothing is refused.
+// service under a key prefix: the page is enough, and nothing is refused.
 func TestLeastACL(t *testing.T) {
 	srv := redistest.Start(t)
 	read := func(file string) string {
@@ -612,11 +611,6 @@ func TestLeastACL(t *testing.T) {
 		line.WriteString(strings.TrimSuffix(l, `\`) + " ")
 		if !strings.HasSuffix(l, `\`) {
 			break
-		}
-	}
-	for _, f := range strings.Split(read("../docs/partition.md"), "`") {
-		if strings.HasPrefix(f, "~leasehold_partition") || strings.HasPrefix(f, "&leasehold_partition") {
-			line.WriteString(f + " ")
 		}
 	}
 	rules := strings.Fields(strings.NewReplacer("PREFIX", "svc:", "PASSWORD", "pw").Replace(line.String()))
