@@ -46,9 +46,12 @@ type Line struct {
 	// back to listenFloor once one did.
 	window time.Duration
 	// events is the channel's count of wake-ups when the release that
-	// yields was sent: a second wake-up since (the first is its own
-	// message) is another's release, and ends the yield at once.
-	events uint64
+	// yields was sent; the first since is its own message. others is how
+	// many other connections listened then, seen the count last read, and
+	// span the window a wake-up heard in the yield restarts (see yielding).
+	events, seen uint64
+	others       int64
+	span         time.Duration
 	// probing: the first attempt after the yield tells whether someone took
 	// the lock during it.
 	probing bool
@@ -144,11 +147,35 @@ func (c *Candidate) MayTry(now time.Time) (ok bool, until time.Time) {
 	switch {
 	case c.state == picked, c.state == passed:
 		return false, time.Time{}
-	case now.Before(c.line.until) && !c.line.stirred(c):
+	case c.line.yielding(c, now):
 		return false, c.line.until
 	}
 	c.state = trying
 	return true, time.Time{}
+}
+
+// yielding reports whether the Client still yields to others. The yield
+// lasts until each other listener counted when it began has had its turn,
+// as many releases of others heard as there were others (one for a marked
+// waiter's), or until a window passes with nothing heard: each wake-up
+// heard restarts it, so that a listener slow to answer still has its
+// window after another's turn, and one that never tries keeps the Client
+// back one window only. Called with Lines.mu held.
+func (l *Line) yielding(c *Candidate, now time.Time) bool {
+	if !now.Before(l.until) {
+		return false
+	}
+	if ev := c.w.Events(); ev > l.seen {
+		l.seen = ev
+		if ev-l.events > uint64(max(l.others, 1)) { // its own message, then theirs
+			l.until = time.Time{}
+			return false
+		}
+		if end := now.Add(l.span); end.After(l.until) {
+			l.until = end
+		}
+	}
+	return true
 }
 
 // stirred reports whether, since the yield's release was sent, the channel
@@ -355,22 +382,22 @@ func (ls *Lines) unpick(c *Candidate) bool {
 // turn, published for others who want the lock (p): for as long as a
 // listener takes to answer the message (the window and two of the
 // release's round trips, rtt), and at least until the mark of a waiter that
-// does not listen runs out (its next try, and a margin); or until another's
-// release stirs the channel (see stirred), events being its count when the
-// release was sent. The picked candidate is woken to try when the yield
-// ends.
+// does not listen runs out (its next try, and a margin); or until every
+// other listener had its turn (see yielding), events being the channel's
+// count of wake-ups when the release was sent. The picked candidate is
+// woken to try when the yield ends.
 func (ls *Lines) yield(c *Candidate, now time.Time, p lua.Passed, rtt time.Duration, events uint64) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	l := c.line
-	var d time.Duration
+	var span time.Duration
 	if p.Listeners != 0 {
 		// A round trip slowed by a reconnection says nothing of how fast
 		// a listener answers: the window is capped.
-		d = min(l.window+2*rtt, listenCap)
+		span = min(l.window+2*rtt, listenCap)
 	}
-	d = max(d, p.Mark)
-	l.until, l.probing, l.left, l.events = now.Add(d), true, 0, events
+	l.until, l.probing, l.left = now.Add(max(span, p.Mark)), true, 0
+	l.events, l.seen, l.others, l.span = events, events, p.Listeners, span
 	if c.state == picked {
 		c.state = idle
 		c.w.Wake()

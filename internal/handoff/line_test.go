@@ -171,6 +171,25 @@ func TestYield(t *testing.T) {
 	if c.line.window != 2*listenFloor {
 		t.Fatalf("window %v after a yield nobody took, want %v", c.line.window, 2*listenFloor)
 	}
+	// Two other listeners: the yield lasts until both had their turn, each
+	// release heard restarting the window.
+	c.Tried(false)
+	s.reply = lua.Passed{Outcome: lua.Yielded, Listeners: 2}
+	release(t, ls, s)
+	_, first := c.MayTry(time.Now())
+	time.Sleep(time.Millisecond)
+	w.events.Add(2) // its own message, then one other's release
+	heard := time.Now()
+	ok, until = c.MayTry(heard)
+	if ok || until.Before(heard.Add(listenFloor)) || !until.After(first) {
+		t.Fatalf("one of two others heard: MayTry %v until %v from then (%v at first); want the window restarted",
+			ok, until.Sub(heard), first.Sub(heard))
+	}
+	w.events.Add(1) // the second other's
+	if ok, _ := c.MayTry(heard); !ok {
+		t.Fatal("both others' releases heard, and the yield goes on")
+	}
+	c.Tried(false)
 	// A mark: the yield lasts until it runs out.
 	s.reply = lua.Passed{Outcome: lua.Yielded, Mark: time.Second}
 	release(t, ls, s)
@@ -220,12 +239,12 @@ func (l *leaving) ReleaseTo(ctx context.Context, rc rueidis.Client, owner, succe
 	return l.fakeScript.ReleaseTo(ctx, rc, owner, successor, lease, ask, ahead)
 }
 
-// A mark asks for no more than the lock's lease, and its margin is a
-// quarter of its delay, between 5ms and 500ms.
+// A mark asks for no more than the lock's lease, and its margin is half
+// its delay, between 10ms and 500ms.
 func TestWant(t *testing.T) {
 	for _, tt := range []struct{ delay, ttl, wantDelay, wantMargin time.Duration }{
-		{10 * time.Millisecond, time.Minute, 10 * time.Millisecond, 5 * time.Millisecond},
-		{time.Second, time.Minute, time.Second, 250 * time.Millisecond},
+		{10 * time.Millisecond, time.Minute, 10 * time.Millisecond, 10 * time.Millisecond},
+		{time.Second, time.Minute, time.Second, 500 * time.Millisecond},
 		{2 * time.Second, time.Second, 500 * time.Millisecond, 500 * time.Millisecond},
 	} {
 		if d, m := Want(tt.delay, tt.ttl); d != tt.wantDelay || m != tt.wantMargin {

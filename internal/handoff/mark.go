@@ -22,7 +22,9 @@ const (
 // and stands back until the mark runs out. The mark never outlives ttl,
 // the lock's lease, as no key of a lock outlives its last hold by more.
 func Want(delay, ttl time.Duration) (time.Duration, time.Duration) {
-	margin := min(max(delay/4, 5*time.Millisecond), 500*time.Millisecond)
+	// A loop's ticks come late on a busy machine, and the Client it
+	// waits on releases at its own pace: half the delay, at least 10ms.
+	margin := min(max(delay/2, 10*time.Millisecond), 500*time.Millisecond)
 	if delay+margin > ttl {
 		delay = max(ttl-margin, 0)
 	}
