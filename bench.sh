@@ -26,13 +26,16 @@
 #
 # Writes:
 #   bench/latest.txt           the scenarios: Uncontended, ParallelDistinct,
-#                              ClusterDistinct, Contended, ContendedClients,
-#                              ManyWaiters, Renewal, Network,
-#                              FairWaiters, and RoundTrip (one PING by each
-#                              transport)
+#                              ClusterDistinct, Contended, ContendedClients
+#                              (with each process's share of the grants and
+#                              the longest wait, and a run of redisson beside
+#                              two leasehold Clients), ManyWaiters, Renewal,
+#                              Network, FairWaiters, and RoundTrip (one PING
+#                              by each transport)
 #   bench/redis-benchmark.txt  the baseline, one benchmark-format line per run
 #   bench/scale.txt            the Scale benchmarks over their full ranges
 #   bench/summary.md           docs/benchmarks.md's tables and its targets
+#                              (speed, and every process's share)
 #   docs/bench/*.png           the curves docs/benchmarks.md shows
 set -euo pipefail
 cd "$(dirname "$0")"

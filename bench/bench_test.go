@@ -467,11 +467,12 @@ func renewLoop(ttl time.Duration, extend, release func()) func() {
 // '^BenchmarkContended$/^(leasehold|rueidislock)(#[0-9]+)?$'.
 var benchRounds = flag.Int("rounds", 1, "run each scenario's libraries this many times, alternating")
 
-// inRounds runs one round of every library of libs, -rounds times.
-func inRounds(b *testing.B, libs []libMaker, run func(m libMaker)) {
+// inRounds runs one round of every run of runs (a library, or a mix of
+// them), -rounds times.
+func inRounds[T any](b *testing.B, runs []T, run func(T)) {
 	for range max(*benchRounds, 1) {
-		for _, m := range libs {
-			run(m)
+		for _, r := range runs {
+			run(r)
 		}
 	}
 }
@@ -691,34 +692,90 @@ func newRueidislockCluster(cl *redistest.Cluster) func(tb testing.TB, _ string, 
 
 // 3b. Contended by several Clients: 3 Clients (3 processes, as far as Redis
 // can tell) of each library, 5 goroutines on each, fight for one lock, as
-// in Contended. Every Client has waiters, so no handoff stays inside one.
+// in Contended. Every Client has waiters, so no handoff stays inside one,
+// and a Client that kept the lock among its own goroutines would starve
+// the others: besides handoffs/s it reports who got the lock (see
+// contendedClients). The run named leasehold+redisson mixes libraries:
+// process 1 is the redisson runner (Redisson's scripts with its
+// subscription), processes 2 and 3 leasehold.
 func BenchmarkContendedClients(b *testing.B) {
-	const clients, each = 3, 5
+	const clients = 3
+	type run struct {
+		name  string
+		procs []libMaker // a Client each
+	}
+	var runs []run
+	for _, m := range scenarioLibs(true) {
+		runs = append(runs, run{m.name, slices.Repeat([]libMaker{m}, clients)})
+	}
+	leasehold, redisson := libMaker{name: "leasehold", make: newLeasehold}, libMaker{name: "redisson", make: newRedisson}
+	runs = append(runs, run{"leasehold+redisson", []libMaker{redisson, leasehold, leasehold}})
 	srv := redistest.Start(b)
-	inRounds(b, scenarioLibs(true), func(m libMaker) {
-		b.Run(m.name, func(b *testing.B) {
-			srv.Do("FLUSHALL")
-			libs := make([]library, clients)
-			for i := range libs {
-				libs[i] = m.make(b, srv.Addr(), 30*time.Second)
-				defer libs[i].close()
-			}
-			rounds := func() (n int64) {
-				for _, l := range libs {
-					n += l.rounds()
-				}
-				return n
-			}
-			before := rounds()
-			b.ResetTimer()
-			elapsed := locktest.HandoffsBy(b, clients*each, b.N, *holdFor, func(ctx context.Context, w int) (func(), error) {
-				return libs[w%clients].lock(ctx, "contended")
-			})
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "handoffs/s")
-			b.ReportMetric(float64(rounds()-before)/float64(b.N), "roundtrips/handoff")
-		})
+	inRounds(b, runs, func(r run) {
+		b.Run(r.name, func(b *testing.B) { contendedClients(b, srv, r.procs) })
 	})
+}
+
+// contendedClients runs b.N handoffs of one lock among 5 goroutines of each
+// of procs' Clients (locktest.HandoffsBy), on srv flushed. Reports:
+//
+//   - handoffs/s, and roundtrips/handoff of every Client;
+//   - share-p1, share-p2, ...: each process's share of the acquisitions, in
+//     the order of procs;
+//   - min-share/even: the smallest share over an even one (1/len(procs)),
+//     every process having as many waiters: 1 when each got as many, 0 when
+//     one never got the lock;
+//   - max-wait-µs: the longest that any waiter waited in one lock call,
+//     counting the waits that the run's end cut short.
+func contendedClients(b *testing.B, srv *redistest.Server, procs []libMaker) {
+	const each = 5
+	srv.Do("FLUSHALL")
+	libs := make([]library, len(procs))
+	for i, m := range procs {
+		libs[i] = m.make(b, srv.Addr(), 30*time.Second)
+		defer libs[i].close()
+	}
+	rounds := func() (n int64) {
+		for _, l := range libs {
+			n += l.rounds()
+		}
+		return n
+	}
+	grants := make([]atomic.Int64, len(libs))
+	var longest atomic.Int64 // ns
+	before := rounds()
+	b.ResetTimer()
+	elapsed := locktest.HandoffsBy(b, len(libs)*each, b.N, *holdFor, func(ctx context.Context, w int) (func(), error) {
+		p := w % len(libs)
+		start := time.Now()
+		unlock, err := libs[p].lock(ctx, "contended")
+		for waited := int64(time.Since(start)); ; {
+			cur := longest.Load()
+			if waited <= cur || longest.CompareAndSwap(cur, waited) {
+				break
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		grants[p].Add(1)
+		return unlock, nil
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "handoffs/s")
+	b.ReportMetric(float64(rounds()-before)/float64(b.N), "roundtrips/handoff")
+	var total int64
+	for i := range grants {
+		total += grants[i].Load()
+	}
+	least := 1.0
+	for i := range grants {
+		share := float64(grants[i].Load()) / float64(max(total, 1))
+		least = min(least, share)
+		b.ReportMetric(share, fmt.Sprintf("share-p%d", i+1))
+	}
+	b.ReportMetric(least*float64(len(libs)), "min-share/even")
+	b.ReportMetric(float64(longest.Load())/1e3, "max-wait-µs")
 }
 
 // percentiles reports the p50 and p99 of lat, in µs; nothing when it is empty.

@@ -2,6 +2,8 @@ package bench_test
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -75,4 +77,37 @@ func TestRedissonWatchdog(t *testing.T) {
 	if n, _ := srv.Do("EXISTS", "renewed").AsInt64(); n != 0 {
 		t.Fatal("the lock is still there after its release")
 	}
+}
+
+// The across-processes scenario's mixed run, a redisson runner beside two
+// leasehold Clients, hands the lock among them and reports who got it: every
+// process's share, shares that add up to all the acquisitions, the smallest
+// over an even one, and a longest wait. (How even the shares are is
+// rlock's TestTurnShares' to bound; here every process need only get the
+// lock once.)
+func TestContendedClientsReport(t *testing.T) {
+	srv := redistest.Start(t)
+	procs := []libMaker{{name: "redisson", make: newRedisson}, {name: "leasehold", make: newLeasehold}, {name: "leasehold", make: newLeasehold}}
+	r := testing.Benchmark(func(b *testing.B) { contendedClients(b, srv, procs) })
+	if r.N == 0 {
+		t.Fatal("the scenario failed")
+	}
+	var sum, least float64 = 0, 1
+	for i := range procs {
+		share, ok := r.Extra[fmt.Sprintf("share-p%d", i+1)]
+		if !ok || share <= 0 {
+			t.Errorf("process %d: share %v (reported: %v), want one above 0 (%d handoffs)", i+1, share, ok, r.N)
+		}
+		sum, least = sum+share, min(least, share)
+	}
+	if math.Abs(sum-1) > 1e-9 {
+		t.Errorf("the shares add up to %v, want 1", sum)
+	}
+	if got := r.Extra["min-share/even"]; math.Abs(got-least*3) > 1e-9 {
+		t.Errorf("min-share/even %v, want %v", got, least*3)
+	}
+	if r.Extra["max-wait-µs"] <= 0 || r.Extra["handoffs/s"] <= 0 {
+		t.Errorf("max-wait-µs %v, handoffs/s %v: want both above 0", r.Extra["max-wait-µs"], r.Extra["handoffs/s"])
+	}
+	t.Logf("%d handoffs: %v", r.N, r.Extra)
 }

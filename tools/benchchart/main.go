@@ -16,9 +16,9 @@
 //	keeper-roundtrips.png  round trips per renewal tick vs leases
 //
 // With -md, it writes the tables of docs/benchmarks.md (network, loopback,
-// what an op costs Redis, leasehold over each peer, the lock kinds, fair
-// waiters keeping their places) and its targets, as Markdown, into FILE (-
-// for standard output). Runners named leasehold-SOMETHING (the kinds and
+// what an op costs Redis, leasehold over each peer, the lock kinds, who gets
+// a lock that several processes contend for, fair waiters keeping their
+// places) and its targets, as Markdown, into FILE (- for standard output). Runners named leasehold-SOMETHING (the kinds and
 // variants) go in the kinds' table only. bench.sh runs it from this directory:
 //
 //	go run . -o ../../docs/bench ../../bench/scale.txt

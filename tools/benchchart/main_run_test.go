@@ -59,6 +59,15 @@ func TestRun(t *testing.T) {
 		"| scenario | metric | leasehold | leasehold-fair | leasehold-notracking |",
 		"| 64 goroutines, distinct keys | ops/s | 60k | 30k | – |",
 		"| 500 | 5 | 4501 | 300 | 4201 | 300 | 6.54ms |",
+		// Who gets the lock, per run of ContendedClients, medians of each
+		// metric over the rounds (leasehold's of 3), and the targets on it.
+		"| run | handoffs/s | shares of processes 1 / 2 / 3 | smallest share ÷ even share | longest wait |",
+		"| leasehold | 8700 | 0.32 / 0.36 / 0.34 | 0.93 | 7.69ms |",
+		"| rueidislock | 2600 | 0.355 / 0.346 / 0.298 | 0.895 | 100ms |",
+		"| leasehold+redisson | 5776 | 0.8 / 0.133 / 0.0667 | 0.2 | 83ms |",
+		"ContendedClients, leasehold: the smallest process's share is 0.93 of an even share (target >= 0.25): met; longest wait 7.69ms",
+		"ContendedClients, leasehold+redisson: the smallest process's share is 0.20 of an even share (target >= 0.25): not met; longest wait 83ms",
+		"ContendedClients, handoffs/s: 3.35x rueidislock (target >= 1.1x): met",
 		"| 500 | 1 | 4501 | 300 | 4201 | 300 | 6.66ms |",
 	} {
 		if !strings.Contains(string(b), want) {

@@ -108,7 +108,7 @@ func TestReadFixture(t *testing.T) {
 		t.Error("a median of a benchmark that never ran")
 	}
 	names := rs.Names()
-	if len(names) != 29 || names[0] != "BenchmarkUncontended/leasehold" || names[1] != "BenchmarkUncontended/rueidislock" {
+	if len(names) != 32 || names[0] != "BenchmarkUncontended/leasehold" || names[1] != "BenchmarkUncontended/rueidislock" {
 		t.Errorf("names %d, in order %v", len(names), names)
 	}
 	var got []string

@@ -99,6 +99,17 @@ var ratios = []ratio{
 // fairWaiters is the benchmark of fairqueue waiters keeping their places.
 const fairWaiters = "BenchmarkFairWaiters"
 
+// contendedClients is the benchmark of several processes on one key, whose
+// runs (a library each, and mixes such as leasehold+redisson) report who got
+// the lock: share-p1, share-p2, ... (each process's share of the
+// acquisitions), min-share/even and max-wait-µs.
+const contendedClients = "BenchmarkContendedClients"
+
+// fairShare is the smallest share of the acquisitions, over an even share,
+// that the targets allow any process (docs/rlock.md, "Every waiter gets its
+// turn").
+const fairShare = 0.25
+
 // network is the rows of one delay of docs/benchmarks.md's network table.
 func network(delay string) []row {
 	b := "BenchmarkNetwork/delay=" + delay + "/"
@@ -150,6 +161,7 @@ func Summarize(w io.Writer, rs *Results) {
 	if len(kinds) > 1 {
 		table(w, rs, "### Lock kinds (leasehold column: rlock)", kindRows, kinds)
 	}
+	sharesTable(w, rs)
 	fairTable(w, rs)
 	targets(w, rs, libs)
 }
@@ -216,23 +228,58 @@ func (r ratio) of(rs *Results, peer string) (float64, bool) {
 	return lh / p, true
 }
 
+// sharesTable writes a row per run of BenchmarkContendedClients: its
+// handoffs/s, each process's share of the acquisitions, the smallest over an
+// even share, and the longest wait of any waiter.
+func sharesTable(w io.Writer, rs *Results) {
+	cols := []string{"run", "handoffs/s", "shares of processes 1 / 2 / 3", "smallest share ÷ even share", "longest wait"}
+	if runTable(w, rs, contendedClients, "### 3 Clients x 5 goroutines, one key: who gets the lock", cols, func(s Sub) []string {
+		var units []string
+		for i := 1; ; i++ {
+			u := fmt.Sprintf("share-p%d", i)
+			if _, ok := rs.Median(s.Name, u); !ok {
+				break
+			}
+			units = append(units, u)
+		}
+		shares := "–"
+		if len(units) > 0 {
+			shares = cell(rs, s.Name, units, num)
+		}
+		return []string{s.Rest, cell(rs, s.Name, []string{"handoffs/s"}, num), shares,
+			cell(rs, s.Name, []string{"min-share/even"}, num), cell(rs, s.Name, []string{"max-wait-µs"}, micros)}
+	}) {
+		fmt.Fprintf(w, "In leasehold+redisson, process 1 is the redisson runner, 2 and 3 leasehold.\n\n")
+	}
+}
+
 // fairTable writes a row per run of BenchmarkFairWaiters (waiters, locks).
 func fairTable(w io.Writer, rs *Results) {
-	subs := rs.Under(fairWaiters)
-	if len(subs) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "### Fair waiters keeping their places (per second)\n\n")
-	fmt.Fprintf(w, "| waiters | locks | Redis commands | scripts | commands in scripts | round trips | Redis CPU |\n|---|---|---|---|---|---|---|\n")
-	for _, s := range subs {
+	cols := []string{"waiters", "locks", "Redis commands", "scripts", "commands in scripts", "round trips", "Redis CPU"}
+	runTable(w, rs, fairWaiters, "### Fair waiters keeping their places (per second)", cols, func(s Sub) []string {
 		cells := []string{s.Params["waiters"], s.Params["locks"]}
 		for _, u := range []string{"cmds/s", "scripts/s", "script-cmds/s", "roundtrips/s"} {
 			cells = append(cells, cell(rs, s.Name, []string{u}, num))
 		}
-		cells = append(cells, cell(rs, s.Name, []string{"redis-cpu-ms/s"}, millis))
-		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+		return append(cells, cell(rs, s.Name, []string{"redis-cpu-ms/s"}, millis))
+	})
+}
+
+// runTable writes title and a table of cols with a row per run under bench,
+// its cells made by row, and reports whether it did: not when bench has no
+// run.
+func runTable(w io.Writer, rs *Results, bench, title string, cols []string, row func(Sub) []string) bool {
+	subs := rs.Under(bench)
+	if len(subs) == 0 {
+		return false
+	}
+	fmt.Fprintf(w, "%s\n\n", title)
+	writeHeader(w, cols, nil)
+	for _, s := range subs {
+		fmt.Fprintf(w, "| %s |\n", strings.Join(row(s), " | "))
 	}
 	fmt.Fprintln(w)
+	return true
 }
 
 // libraries are the libraries of BenchmarkUncontended, or of any benchmark,
@@ -308,7 +355,7 @@ func targets(w io.Writer, rs *Results, libs []string) {
 		if cost {
 			cmp, met = "<=", v <= bound
 		}
-		add("%s: %.2fx %s (target %s %gx): %s", what, v, peer, cmp, bound, map[bool]string{true: "met", false: "not met"}[met])
+		add("%s: %.2fx %s (target %s %gx): %s", what, v, peer, cmp, bound, verdict(met))
 	}
 	// The leasehold row is the Client users make (Open); leasehold-new is
 	// New's, the one it is held against.
@@ -322,9 +369,16 @@ func targets(w io.Writer, rs *Results, libs []string) {
 	target("ParallelDistinct, Redis CPU per acquire+release", ratio{bench: "BenchmarkParallelDistinct", unit: "redis-cpu-µs/op"}, "redisson", true, 1.15)
 	target("Contended, handoffs/s", ratio{bench: "BenchmarkContended", unit: "handoffs/s"}, "rueidislock", false, 2.0)
 	target("ContendedClients, handoffs/s", ratio{bench: "BenchmarkContendedClients", unit: "handoffs/s"}, "rueidislock", false, 1.1)
+	for _, run := range []string{"leasehold", "leasehold+redisson"} {
+		if v, ok := med(contendedClients+"/"+run, "min-share/even"); ok {
+			wait, _ := med(contendedClients+"/"+run, "max-wait-µs")
+			add("ContendedClients, %s: the smallest process's share is %.2f of an even share (target >= %g): %s; longest wait %s",
+				run, v, fairShare, verdict(v >= fairShare), micros(wait))
+		}
+	}
 	if a, ok := med("BenchmarkUncontended/leasehold", "allocs/op"); ok {
 		add("Uncontended, allocations per acquire+release: %s (target <= 7, half of the 14 before): %s",
-			num(a), map[bool]string{true: "met", false: "not met"}[a <= 7])
+			num(a), verdict(a <= 7))
 	}
 	if lh, ok := med("BenchmarkParallelDistinct/leasehold", "ops/s"); ok {
 		if base, ok := med(baseline, "ops/s"); ok {
@@ -352,6 +406,14 @@ func targets(w io.Writer, rs *Results, libs []string) {
 		fmt.Fprintf(w, "- %s\n", s)
 	}
 	fmt.Fprintln(w)
+}
+
+// verdict says whether a target was met.
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "not met"
 }
 
 // num formats v to three significant digits, with a k or M suffix from ten

@@ -13,25 +13,30 @@ import (
 )
 
 // Redisson is a stand-in for a Java service's Redisson client: RedissonLock's
-// protocol over a plain rueidis client, its scripts verbatim
-// (RedissonLockScript, RedissonUnlockScript), for tests and benchmarks that
-// share a lock between leasehold and Redisson:
+// protocol (Redisson 3.44 and later) over a plain rueidis client, its scripts
+// verbatim (RedissonLockScript, RedissonUnlockScript), sent by EVALSHA as
+// Redisson's script cache sends them, for tests and benchmarks that share a
+// lock between leasehold and Redisson:
 //
-//   - Lock runs the lock script with a 30s lease as the owner UUID:THREAD_ID,
-//     a THREAD_ID of its own per call, as each Java thread has its own;
+//   - Lock runs the lock script as the owner UUID:THREAD_ID, a THREAD_ID of
+//     its own per call, as each Java thread has its own;
 //   - a Lock that must wait subscribes to redisson_lock__channel:{NAME}, one
 //     subscription per name shared by the client's waiters and dropped by the
 //     last to leave; each unlock message lets one waiter try again
 //     (Redisson's latch is a semaphore released once per message), and a
 //     waiter that hears nothing tries again after the pttl the lock script
 //     returned;
-//   - the unlock runs the unlock script, which publishes the unlock message.
+//   - the unlock runs the unlock script, which publishes the unlock message
+//     and sets the unlock latch redisson_unlock_latch:{NAME}:REQUEST_ID, then
+//     deletes the latch without waiting, as unlockInnerAsync does.
 //
 // It renews nothing: hold a lock for less than its lease. Close ends it.
 type Redisson struct {
-	rc      rueidis.Client
-	id      string // the client's UUID, the owners' prefix
-	threads atomic.Int64
+	rc       rueidis.Client
+	id       string // the client's UUID, the owners' prefix
+	lease    string // ms
+	threads  atomic.Int64
+	deleting sync.WaitGroup // the latch DELs in flight
 
 	mu      sync.Mutex
 	entries map[string]*redissonEntry // subscriptions, by lock name
@@ -48,28 +53,64 @@ type redissonEntry struct {
 	done       chan struct{} // closed when the subscription is gone
 }
 
+var (
+	redissonLock   = rueidis.NewLuaScript(RedissonLockScript)
+	redissonUnlock = rueidis.NewLuaScript(RedissonUnlockScript)
+)
+
+const (
+	// redissonLatchMillis is the unlock latch's life: Redisson's default
+	// (timeout 3s + retry delay up to 2s) x 4 attempts.
+	redissonLatchMillis = "20000"
+	// redissonUnlockMessage is LockPubSub.UNLOCK_MESSAGE.
+	redissonUnlockMessage = "0"
+)
+
 // NewRedisson returns a Redisson client stand-in on a client of its own to
-// addr.
+// addr, leasing its locks for 30s (Redisson's lockWatchdogTimeout).
 func NewRedisson(addr string) (*Redisson, error) {
 	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
 	if err != nil {
 		return nil, err
 	}
+	return NewRedissonOn(rc, 30*time.Second), nil
+}
+
+// NewRedissonOn returns a Redisson client stand-in that sends every command
+// through rc (a wrapper of the caller's that counts them, say) and leases its
+// locks for lease. Close closes rc.
+func NewRedissonOn(rc rueidis.Client, lease time.Duration) *Redisson {
 	return &Redisson{
 		rc: rc,
 		id: fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", rand.Uint32(), rand.Uint32N(1<<16),
 			rand.Uint32N(1<<12), rand.Uint32N(1<<12), rand.Uint64N(1<<48)),
+		lease:   strconv.FormatInt(lease.Milliseconds(), 10),
 		entries: make(map[string]*redissonEntry),
-	}, nil
+	}
 }
 
-// Close closes the client; every Lock must have returned.
-func (r *Redisson) Close() { r.rc.Close() }
+// Close waits for the unlocks' latch deletions, then closes the client; every
+// Lock must have returned.
+func (r *Redisson) Close() {
+	r.deleting.Wait()
+	r.rc.Close()
+}
 
-// Lock is RedissonLock.lock(): it returns once the lock name is held, with
-// the function that unlocks it, or ctx's error.
+// Owner returns a new owner of this client, UUID:THREAD_ID, as a Java thread
+// of its own locks under.
+func (r *Redisson) Owner() string {
+	return r.id + ":" + strconv.FormatInt(r.threads.Add(1), 10)
+}
+
+// Lock is RedissonLock.lock() on a thread of its own: it returns once the lock
+// name is held, with the function that unlocks it, or ctx's error.
 func (r *Redisson) Lock(ctx context.Context, name string) (unlock func() error, err error) {
-	owner := r.id + ":" + strconv.FormatInt(r.threads.Add(1), 10)
+	return r.LockAs(ctx, name, r.Owner())
+}
+
+// LockAs is Lock as owner, for a caller that must know the owner (to renew
+// its lock, say).
+func (r *Redisson) LockAs(ctx context.Context, name, owner string) (unlock func() error, err error) {
 	if err := r.acquire(ctx, name, owner); err != nil {
 		return nil, err
 	}
@@ -79,7 +120,7 @@ func (r *Redisson) Lock(ctx context.Context, name string) (unlock func() error, 
 // TryLock is RedissonLock.tryLock(): one attempt, reporting whether it took
 // the lock, with the function that unlocks it.
 func (r *Redisson) TryLock(ctx context.Context, name string) (unlock func() error, held bool, err error) {
-	owner := r.id + ":" + strconv.FormatInt(r.threads.Add(1), 10)
+	owner := r.Owner()
 	held, _, err = r.tryLock(ctx, name, owner)
 	if err != nil || !held {
 		return nil, false, err
@@ -90,8 +131,7 @@ func (r *Redisson) TryLock(ctx context.Context, name string) (unlock func() erro
 // tryLock runs the lock script once: held, or the holder's pttl in ms (-1
 // for a lock without expiry).
 func (r *Redisson) tryLock(ctx context.Context, name, owner string) (held bool, pttl int64, err error) {
-	pttl, err = r.rc.Do(ctx, r.rc.B().Eval().Script(RedissonLockScript).Numkeys(1).Key(name).
-		Arg("30000", owner).Build()).AsInt64()
+	pttl, err = redissonLock.Exec(ctx, r.rc, []string{name}, []string{r.lease, owner}).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return true, 0, nil
 	}
@@ -115,19 +155,28 @@ func (r *Redisson) acquire(ctx context.Context, name, owner string) error {
 		if err != nil || held {
 			return err
 		}
-		var expired <-chan time.Time
-		if pttl >= 0 {
-			t := time.NewTimer(time.Duration(pttl) * time.Millisecond)
-			defer t.Stop()
-			expired = t.C
-		}
-		select {
-		case <-e.latch:
-		case <-expired:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := e.await(ctx, pttl); err != nil {
+			return err
 		}
 	}
+}
+
+// await waits for an unlock message, for pttl ms unless it is -1 (the lock
+// has no expiry), or for ctx.
+func (e *redissonEntry) await(ctx context.Context, pttl int64) error {
+	var expired <-chan time.Time
+	if pttl >= 0 {
+		t := time.NewTimer(time.Duration(pttl) * time.Millisecond)
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case <-e.latch:
+	case <-expired:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // subscribe returns name's entry, subscribed, made by the first waiter.
@@ -166,7 +215,7 @@ func (r *Redisson) receive(ctx context.Context, e *redissonEntry, channel string
 			once.Do(func() { close(e.subscribed) })
 		}
 	}), r.rc.B().Subscribe().Channel(channel).Build(), func(m rueidis.PubSubMessage) {
-		if m.Message == "0" { // LockPubSub.UNLOCK_MESSAGE
+		if m.Message == redissonUnlockMessage {
 			select {
 			case e.latch <- struct{}{}:
 			default:
@@ -195,16 +244,15 @@ func (r *Redisson) unsubscribe(name string, e *redissonEntry) {
 }
 
 // unlock runs the unlock script under a latch of its own, then deletes the
-// latch.
+// latch without waiting (Close waits).
 func (r *Redisson) unlock(name, owner string) error {
 	ctx := context.Background()
 	latch := fmt.Sprintf("redisson_unlock_latch:{%s}:%016x%016x", name, rand.Uint64(), rand.Uint64())
-	err := r.rc.Do(ctx, r.rc.B().Eval().Script(RedissonUnlockScript).Numkeys(3).
-		Key(name, "redisson_lock__channel:{"+name+"}", latch).
-		Arg("0", "30000", owner, "publish", "20000").Build()).Error()
+	err := redissonUnlock.Exec(ctx, r.rc, []string{name, "redisson_lock__channel:{" + name + "}", latch},
+		[]string{redissonUnlockMessage, r.lease, owner, "publish", redissonLatchMillis}).Error()
+	r.deleting.Go(func() { _ = r.rc.Do(ctx, r.rc.B().Del().Key(latch).Build()).Error() })
 	if rueidis.IsRedisNil(err) {
 		return fmt.Errorf("redisson: unlock of %s: not held by %s", name, owner)
 	}
-	_ = r.rc.Do(ctx, r.rc.B().Del().Key(latch).Build()).Error()
 	return err
 }
