@@ -245,10 +245,13 @@ func TestTurnTryAcquireLoopElsewhere(t *testing.T) {
 
 // A Redisson client (its own scripts and subscription) with four threads
 // waiting on the lock, beside four goroutines of a busy Client holding it
-// 20ms each time: the busy Client holds it at most 8 times in a row, and
-// Redisson's share of the acquisitions is at least a quarter of an even
-// one. Before turns, the woken Redisson thread lost the race to the
-// Client's own waiters after each release that published.
+// 20ms each time: Redisson's share of the acquisitions is at least a
+// quarter of an even one, and the busy Client holds the lock no more times
+// in a row than a turn of its own (8, with slack) or than it makes up for
+// Redisson's run before it (Redisson's threads take the lock again at once
+// after they unlock, and the Client's next turn is as long as that run).
+// Before turns, the woken Redisson thread lost the race to the Client's own
+// waiters after each release that published: 50 in a row.
 func TestTurnRedissonElsewhere(t *testing.T) {
 	srv := redistest.Start(t)
 	const name = "turn-redisson"
@@ -261,8 +264,8 @@ func TestTurnRedissonElsewhere(t *testing.T) {
 		process{'L', 4, 20 * time.Millisecond, locker(rlock.New(open(t, srv), name))},
 		process{'R', 4, time.Millisecond, func(ctx context.Context) (func() error, error) { return java.Lock(ctx, name) }})
 	t.Logf("%d acquisitions, Redisson's share %.2f, its longest wait %v: %s", len(log), share(log, 'R'), longest['R'], log)
-	if n := streak(log, 'L'); n > 8 {
-		t.Errorf("leasehold held the lock %d times in a row while Redisson waited, want at most 8", n)
+	if n, r := streak(log, 'L'), streak(log, 'R'); n > max(8, r+4) {
+		t.Errorf("leasehold held the lock %d times in a row while Redisson waited, want at most 8 or Redisson's longest run (%d) and 4", n, r)
 	}
 	if s := share(log, 'R'); s < 0.5/4 {
 		t.Errorf("Redisson's share %.2f, want at least a quarter of an even share (0.125)", s)

@@ -52,6 +52,9 @@ type Line struct {
 	events, seen uint64
 	others       int64
 	span         time.Duration
+	// yielded is the channel's count of wake-ups when the Client's last
+	// yield began, 0 once its next turn has begun (see begin).
+	yielded uint64
 	// probing: the first attempt after the yield tells whether someone took
 	// the lock during it.
 	probing bool
@@ -210,8 +213,28 @@ func (c *Candidate) Tried(won bool) {
 		}
 	}
 	if won {
-		l.left = len(l.cands) - 1
+		l.begin(len(l.cands)-1, c.w.Events())
 	}
+}
+
+// maxTurn bounds a turn that makes up for the releases of others heard
+// since the Client's last turn (see begin).
+const maxTurn = 64
+
+// begin begins a turn of the Client: waiting of its candidates stand in
+// line, and ev is the channel's count of wake-ups now. The turn passes the
+// lock once to each of them, or, after a yield, as many times as others
+// released it meanwhile, if more (up to maxTurn): a client that re-locks at
+// once after its own unlock (Redisson's threads do) takes the lock many
+// times in a row while this Client's waiters lose the race to it, and each
+// of its releases is heard here; so the Client's share of a contended lock
+// grows with its waiters, whoever else wants it. Called with Lines.mu held.
+func (l *Line) begin(waiting int, ev uint64) {
+	heard := 0
+	if l.yielded > 0 && ev > l.yielded+1 { // the yield's own message aside
+		heard = int(min(ev-l.yielded-1, maxTurn))
+	}
+	l.left, l.yielded = max(waiting, heard), 0
 }
 
 // Passed receives the Pass of a lock a release passed the candidate.
@@ -251,7 +274,7 @@ func (ls *Lines) Won(channel string) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if l := ls.lines[channel]; l != nil {
-		l.left = len(l.cands)
+		l.begin(len(l.cands), l.cands[0].w.Events())
 	}
 }
 
@@ -397,7 +420,7 @@ func (ls *Lines) yield(c *Candidate, now time.Time, p lua.Passed, rtt time.Durat
 		span = min(l.window+2*rtt, listenCap)
 	}
 	l.until, l.probing, l.left = now.Add(max(span, p.Mark)), true, 0
-	l.events, l.seen, l.others, l.span = events, events, p.Listeners, span
+	l.events, l.seen, l.others, l.span, l.yielded = events, events, p.Listeners, span, events
 	if c.state == picked {
 		c.state = idle
 		c.w.Wake()
