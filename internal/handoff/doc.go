@@ -26,9 +26,10 @@
 //     new turn begins.
 //
 // A waiter elsewhere thus waits at most one turn of each Client busy on the
-// lock (as many handoffs as that Client had waiters), and processes share a
-// contended lock in proportion to their waiters. docs/rlock.md states the
-// bounds; docs/architecture.md draws the release path.
+// lock (as many handoffs as that Client had waiters, or after a yield as
+// others took the lock meanwhile, up to 64), and processes share a contended
+// lock in proportion to their waiters. docs/rlock.md states the bounds;
+// docs/architecture.md draws the release path.
 //
 // The hub (internal/hub) wakes waiters; this package decides who holds next.
 package handoff
