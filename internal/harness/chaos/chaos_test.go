@@ -65,7 +65,7 @@ func workerMain(js string) int {
 }
 
 // totals are the figures of the whole run, printed when it ends.
-var totals = &figures{faults: map[string]int{}, margins: map[string][]time.Duration{}}
+var totals = &figures{faults: map[string]int{}, margins: map[string][]time.Duration{}, lives: map[Rule]*Liveness{}}
 
 type figures struct {
 	mu                                   sync.Mutex
@@ -81,6 +81,7 @@ type figures struct {
 	stepHeard                            []time.Duration // from a server clock step to the holder's Lost
 	faults                               map[string]int
 	margins                              map[string][]time.Duration
+	lives                                map[Rule]*Liveness // summed over the run
 }
 
 func (f *figures) fault(kind string, n int) {
@@ -114,6 +115,18 @@ func (f *figures) linear(l *Linearity) {
 	if l.Result != porcupine.Ok {
 		f.linearBad++
 	}
+}
+
+// live adds a rig's liveness to its rule's.
+func (f *figures) live(l *Liveness) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.lives[l.Rule]
+	if t == nil {
+		t = &Liveness{Rule: l.Rule}
+		f.lives[l.Rule] = t
+	}
+	t.Add(l)
 }
 
 func (f *figures) splitBrain(d time.Duration) {
@@ -159,6 +172,11 @@ func (f *figures) print(w io.Writer, code int) {
 	fmt.Fprintf(w, "  overlapping sections: %d, guarded by the fence: %d, unguarded: %d; violations: %d\n", f.overlaps, f.guarded, f.unguarded, f.violations)
 	if f.linearChecks > 0 {
 		fmt.Fprintf(w, "  porcupine: %d histories, %d accesses to the fenced resource; not linearizable: %d\n", f.linearChecks, f.linearOps, f.linearBad)
+	}
+	for _, rule := range []Rule{Turns, FIFO, Unruled} {
+		if l := f.lives[rule]; l != nil {
+			fmt.Fprintf(w, "  %v\n", l)
+		}
 	}
 	if f.observers > 0 {
 		fmt.Fprintf(w, "  election observers: %d, reports received: %d, terms reported with a leader: %d\n", f.observers, f.reports, f.terms)
@@ -212,15 +230,70 @@ type rig struct {
 	finished map[string]bool // told to stop before the end
 
 	observing bool // an observer process runs: check checks its reports
+
+	faults *schedule // the test's, shared by its rigs
+	// racing: no Client passes the lock among its goroutines (a Redis
+	// Cluster whose messages are classic PUBLISH, before Redis 7), so an
+	// rlock's waiters race for it and no bound is stated.
+	racing bool
+}
+
+// schedule is the faults a test injected, shared by every rig of the test:
+// a fault of a server, or of the network, reaches every lock on it.
+type schedule struct {
+	mu     sync.Mutex
+	faults []Fault
+}
+
+// schedules holds each running test's schedule.
+var schedules sync.Map // *testing.T -> *schedule
+
+// scheduleOf is t's schedule, made at its first rig.
+func scheduleOf(t *testing.T) *schedule {
+	s, loaded := schedules.LoadOrStore(t, &schedule{})
+	if !loaded {
+		t.Cleanup(func() { schedules.Delete(t) })
+	}
+	return s.(*schedule)
+}
+
+// injected is a fault in a schedule, to be marked healed.
+type injected struct {
+	s *schedule
+	i int
+}
+
+// fault records n faults of kind in the figures, and one fault injected
+// now in the test's schedule: the waits it overlaps, until its heal and
+// the settle time after it, are exempt from the liveness check.
+func (r *rig) fault(kind string, n int) injected {
+	totals.fault(kind, n)
+	s := r.faults
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, Fault{Kind: kind, From: Now()})
+	return injected{s, len(s.faults) - 1}
+}
+
+// heal marks the fault over: undone, or seen over by the test. A fault
+// never healed lasts until the run's end.
+func (f injected) heal() {
+	f.s.mu.Lock()
+	defer f.s.mu.Unlock()
+	f.s.faults[f.i].Healed = Now()
 }
 
 // proc is one worker process.
 type proc struct {
 	id     string
+	cfg    WorkerConfig
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	exited chan struct{}
 	state  *os.ProcessState
+	// started is when it was started, ended when it exited (read once
+	// exited is closed).
+	started, ended Mono
 }
 
 // newRig starts the resource's own redis-server. base is every worker's
@@ -239,7 +312,7 @@ func newRig(t *testing.T, base WorkerConfig) *rig {
 	sock = filepath.Join(sock, "redis.sock")
 	res := redistest.Start(t, "--unixsocket", sock, "--unixsocketperm", "700")
 	r := &rig{t: t, dir: t.TempDir(), base: base, killed: map[string]bool{}, finished: map[string]bool{},
-		resource: NewResource(res.Client(), base.Name)}
+		resource: NewResource(res.Client(), base.Name), faults: scheduleOf(t)}
 	r.base.Resource = sock
 	if r.base.Max == 0 {
 		r.base.Max = 10 * time.Minute
@@ -299,11 +372,11 @@ func (r *rig) spawnIn(ns *netns, id string, mod func(*WorkerConfig)) *proc {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	p := &proc{id: id, cfg: cfg, cmd: cmd, stdin: stdin, exited: make(chan struct{}), started: Now()}
 	if err := cmd.Start(); err != nil {
 		r.t.Fatal(err)
 	}
-	p := &proc{id: id, cmd: cmd, stdin: stdin, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); p.state = cmd.ProcessState; close(p.exited) }()
+	go func() { _ = cmd.Wait(); p.ended, p.state = Now(), cmd.ProcessState; close(p.exited) }()
 	r.mu.Lock()
 	r.procs = append(r.procs, p)
 	r.mu.Unlock()
@@ -571,6 +644,7 @@ func (r *rig) checkWith(waitSlack time.Duration, lossExpected bool) (*Report, []
 		rep.Unguarded = nil
 	}
 	r.linear(secs, log)
+	r.live(waits, log)
 	for i, v := range rep.Violations() {
 		if i == 20 {
 			r.t.Errorf("... and %d more", len(rep.Violations())-20)
@@ -595,6 +669,62 @@ func (r *rig) checkWith(waitSlack time.Duration, lossExpected bool) (*Report, []
 	totals.add(rep)
 	r.summaries(sums)
 	return rep, secs
+}
+
+// settleSlack is how long, beyond the longest lease of a rig's workers, a
+// fault may hold waiters up after its heal: Clients reconnect, subscribe
+// again and find a new primary on a loaded machine.
+const settleSlack = 2 * time.Second
+
+// rule is the liveness rule of the rig's kind: rlock's turns, unless no
+// Client passes the lock among its goroutines (WithReplicas, or racing:
+// then its waiters race for it); fairqueue's FIFO; the other kinds state
+// no bound.
+func (r *rig) rule() Rule {
+	switch {
+	case r.base.Kind == KindRLock && r.base.Replicas == 0 && !r.racing:
+		return Turns
+	case r.base.Kind == KindFair:
+		return FIFO
+	}
+	return Unruled
+}
+
+// live checks the liveness of the workers' waits (CheckLive) under the
+// rig's rule, outside the faults of the test's schedule, logs the longest,
+// fails the test for each wait past its bound, and adds the figures to the
+// totals. Every worker has exited.
+func (r *rig) live(waits []Wait, log []Accepted) *Liveness {
+	r.t.Helper()
+	r.mu.Lock()
+	ps := slices.Clone(r.procs)
+	r.mu.Unlock()
+	procs := make([]Proc, 0, len(ps))
+	var lease time.Duration
+	for _, p := range ps {
+		lease = max(lease, p.cfg.Watchdog)
+		pr := Proc{ID: p.id, Goroutines: p.cfg.Goroutines, Hold: p.cfg.Hold, From: p.started}
+		select {
+		case <-p.exited:
+			pr.To = p.ended
+		default:
+		}
+		procs = append(procs, pr)
+	}
+	r.faults.mu.Lock()
+	faults := slices.Clone(r.faults.faults)
+	r.faults.mu.Unlock()
+	l := CheckLive(LiveInput{Rule: r.rule(), Waits: waits, Log: log, Procs: procs, Faults: faults, Settle: lease + settleSlack, End: Now()})
+	r.t.Logf("%v", l)
+	for i, v := range l.Violations() {
+		if i == 20 {
+			r.t.Errorf("... and %d more", len(l.Violations())-20)
+			break
+		}
+		r.t.Errorf("liveness: %s", v)
+	}
+	totals.live(l)
+	return l
 }
 
 // linearTimeout is how long porcupine may search before it gives up

@@ -1,13 +1,16 @@
-// Package chaos checks the safety of leasehold's locks under real faults:
-// worker processes (the test binary re-executed) loop acquire, read a
-// fenced resource, hold, write it, release, and record what they did on
+// Package chaos checks the safety of leasehold's locks under real faults,
+// and their liveness between the faults: worker processes (the test binary
+// re-executed) loop acquire, read a fenced resource, hold, write it,
+// release, and record what they did on
 // CLOCK_MONOTONIC, which every process on one machine shares; the tests
 // inject faults (kill -9, SIGSTOP, restarts, cut and slow connections,
 // paused servers, failovers, black-hole network partitions, a Sentinel
 // split brain, stepped server clocks); then Check replays the records
-// against the resource's log for overlaps the fence did not stop, and
+// against the resource's log for overlaps the fence did not stop,
 // CheckLinear has porcupine check that the resource's history is
-// linearizable. Elections' observers are checked by CheckObserved.
+// linearizable, and CheckLive that every wait outside the faults' windows
+// ended within its bound (rlock's turns, fairqueue's order; WaitBound).
+// Elections' observers are checked by CheckObserved.
 // TestFencedResource writes through package fence to a Redis key and to a
 // PostgreSQL table (internal/harness/dbtest starts it) while holders are
 // stopped past their leases and killed: no stale write lands, and without

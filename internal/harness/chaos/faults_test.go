@@ -62,8 +62,9 @@ func TestKillHolder(t *testing.T) {
 				enter := r.await(30*time.Second, "enter by "+v.id, enterOf(v.id), from, 1)
 				at := r.writes()
 				ended = append(ended, ending{enter.Token, Now()})
+				f := r.fault("kill -9 holder process", 1)
 				r.kill(v)
-				totals.fault("kill -9 holder process", 1)
+				f.heal()
 				next := r.await(30*time.Second, "takeover after the kill", func(a Accepted) bool { return a.Phase == "enter" }, at, 1)
 				took := next.Issued.Sub(enter.Issued)
 				t.Logf("kill %d: %s held token %d; token %d entered %v later (lease %v)", i, v.id, enter.Token, next.Token, took, base.Watchdog)
@@ -134,8 +135,8 @@ func TestPauseHolder(t *testing.T) {
 				from := r.writes()
 				enter := r.await(30*time.Second, "enter by "+v.id, enterOf(v.id), from, 1)
 				at := r.writes()
+				f := r.fault("SIGSTOP holder > lease", 1)
 				r.signal(v, syscall.SIGSTOP)
-				totals.fault("SIGSTOP holder > lease", 1)
 				// Another holder enters with a higher token: the victim's
 				// lease ran out in Redis while it was stopped.
 				next := r.await(30*time.Second, "takeover while paused", func(a Accepted) bool {
@@ -146,6 +147,7 @@ func TestPauseHolder(t *testing.T) {
 				time.Sleep(100 * time.Millisecond)
 				resumed := Now()
 				r.signal(v, syscall.SIGCONT)
+				f.heal()
 				// Wait for its section to end on its own: a stop now would
 				// cut it short, sending its late write before it has seen
 				// the loss, while the next holder may enter.
@@ -198,9 +200,10 @@ func TestRestartServer(t *testing.T) {
 	for i := range restarts {
 		from := r.writes()
 		enter := r.await(30*time.Second, "an enter", func(a Accepted) bool { return a.Phase == "enter" }, from, 1)
+		f := r.fault("kill -9 + restart redis (rlock)", 1)
 		srv.Kill()
 		srv.Restart()
-		totals.fault("kill -9 + restart redis (rlock)", 1)
+		f.heal()
 		// Progress on the empty server: its counter starts again from the
 		// server's clock, above every token drawn before the restart.
 		eventually(t, 30*time.Second, "acquisitions on the restarted server", func() bool {
@@ -236,6 +239,7 @@ func TestClockStepForward(t *testing.T) {
 		r.progress(r.writes(), 5, 30*time.Second, "before the step")
 		ahead := time.Now().Add(time.Duration(i+1) * time.Hour).UnixMicro()
 		srv.Do("SET", "redisson_lock_token:{clock-step}", strconv.FormatInt(ahead, 10))
+		// No waiter notices: not a fault of the liveness check's.
 		totals.fault("clock stepped forward (fencing counter raised)", 1)
 		from := r.writes()
 		last := r.await(30*time.Second, "a write after the step", func(a Accepted) bool { return a.Token > uint64(ahead) }, from, 5)
@@ -266,10 +270,10 @@ func TestRestartRedLockNodes(t *testing.T) {
 		if i%3 == 2 {
 			down = append(down, srvs[(i+1)%5]) // two at once: 3 of 5 remain
 		}
+		f := r.fault("kill -9 + delayed restart (RedLock of 5)", len(down))
 		for _, s := range down {
 			s.Kill()
 		}
-		totals.fault("kill -9 + delayed restart (RedLock of 5)", len(down))
 		// The lock stays available with a majority alive.
 		r.progress(r.writes(), 10, 30*time.Second, "with nodes down")
 		// Down for longer than the lease: every lock it held has run out.
@@ -277,6 +281,7 @@ func TestRestartRedLockNodes(t *testing.T) {
 		for _, s := range down {
 			s.Restart()
 		}
+		f.heal()
 		r.progress(r.writes(), 10, 30*time.Second, "after the restart")
 	}
 	r.check(waitSlack)

@@ -100,26 +100,28 @@ func TestProxyFaults(t *testing.T) {
 		if len(os) != 1 {
 			t.Fatalf("lock owners %v while %s holds it", os, enter.Holder)
 		}
+		f := r.fault("connection cut (proxy)", 1)
 		pv.Refuse(true)
 		pv.Cut()
-		totals.fault("connection cut (proxy)", 1)
 		end := expiry(t, rc, base.Name, os[0], 10*time.Second)
 		at := r.writes()
 		pv.Refuse(false)
+		f.heal()
 		r.await(30*time.Second, v.id+" back after the cut", enterOf(v.id), at, 1)
 		r.finish(v)
 		cuts = append(cuts, cut{enter.Holder, enter.Token, end})
 	}
 
 	delay := pick(20*time.Millisecond, 50*time.Millisecond)
+	slowed := r.fault("connection delayed (proxy)", len(proxies))
 	for _, p := range proxies {
 		p.Delay(delay)
 	}
-	totals.fault("connection delayed (proxy)", len(proxies))
 	r.progress(r.writes(), 40, 60*time.Second, "through slowed connections")
 	for _, p := range proxies {
 		p.Delay(0)
 	}
+	slowed.heal()
 
 	_, secs := r.check(waitSlack)
 	for _, c := range cuts {
@@ -173,6 +175,7 @@ func TestServerPause(t *testing.T) {
 		// Its lease is read in the same pipeline that pauses the server:
 		// nothing runs in between.
 		ctx, cancel := context.WithTimeout(context.Background(), pause+5*time.Second)
+		f := r.fault(how+" > lease", 1)
 		sent := Now()
 		res := rc.DoMulti(ctx, rc.B().Pttl().Key(base.Name).Build(), cmd)
 		cancel()
@@ -183,9 +186,9 @@ func TestServerPause(t *testing.T) {
 		if err := res[1].Error(); err != nil {
 			t.Fatalf("%s: %v", how, err)
 		}
-		totals.fault(how+" > lease", 1)
 		got = append(got, caught{enter.Holder, enter.Token, sent.Add(time.Duration(ms) * time.Millisecond), how})
 		eventually(t, pause+5*time.Second, "the server back", func() bool { return srv.Do("PING").Error() == nil })
+		f.heal()
 		r.progress(r.writes(), 4, 30*time.Second, "after the "+how)
 		r.finish(v)
 	}

@@ -73,9 +73,9 @@ func TestPartitionHolder(t *testing.T) {
 		})
 		enter := r.await(30*time.Second, "enter by "+v.id, enterOf(v.id), r.writes(), 1)
 		from := r.writes()
+		f := r.fault("black-hole partition of a holder", 1)
 		ns.Partition()
 		at := Now()
-		totals.fault("black-hole partition of a holder", 1)
 		next := r.await(30*time.Second, "a takeover by another process", func(a Accepted) bool {
 			return a.Phase == "enter" && a.Token > enter.Token && process(a.Holder) != v.id
 		}, from, 1)
@@ -85,6 +85,7 @@ func TestPartitionHolder(t *testing.T) {
 		})
 		ns.Heal()
 		healed := Now()
+		f.heal()
 		from = r.writes()
 		back := r.await(30*time.Second, v.id+" back after the heal", enterOf(v.id), from, 1)
 		t.Logf("partition %d: %s took the lock again %v after the heal", i, v.id, back.Issued.Sub(healed).Round(time.Millisecond))
@@ -183,9 +184,9 @@ func TestPartitionRedis(t *testing.T) {
 			c.Goroutines, c.Try, c.Watchdog, c.Hold = 1, 0, victimLease, 3*victimLease
 		})
 		enter := r.await(30*time.Second, "enter by "+v.id, enterOf(v.id), r.writes(), 1)
+		f := r.fault("black-hole partition of Redis", 1)
 		ns.Partition()
 		at := Now()
-		totals.fault("black-hole partition of Redis", 1)
 		// Past the holder's lease, and until the others' calls have met
 		// their deadlines in the partition.
 		eventually(t, 10*time.Second, "Acquire and TryAcquire to time out in the partition", func() bool {
@@ -194,6 +195,7 @@ func TestPartitionRedis(t *testing.T) {
 		})
 		ns.Heal()
 		healed := Now()
+		f.heal()
 		back := r.await(30*time.Second, "an entry after the heal", func(a Accepted) bool { return a.Phase == "enter" }, r.writes(), 1)
 		t.Logf("partition %d: the lock was taken again %v after the heal", i, back.Issued.Sub(healed).Round(time.Millisecond))
 		r.progress(r.writes(), 10, 30*time.Second, "after the heal")

@@ -62,9 +62,10 @@ func TestSemaphoreBound(t *testing.T) {
 		v := r.spawn("victim"+itoa(i), func(c *WorkerConfig) { c.Goroutines, c.Hold = 1, 2*base.Watchdog })
 		enter := r.await(30*time.Second, "enter by "+v.id, enterOf(v.id), r.writes(), 1)
 		at := serverMs(t, srv)
+		f := r.fault("kill -9 holder process (semaphore)", 1)
 		r.kill(v)
 		killed[v.id] = Now()
-		totals.fault("kill -9 holder process (semaphore)", 1)
+		f.heal()
 		took := back(at, "the killed holder's permit back")
 		t.Logf("kill %d: %s (%s) killed in its section; its permit was back in use %v later (lease %v)", i, v.id, enter.Holder, took, base.Watchdog)
 	}
@@ -72,15 +73,17 @@ func TestSemaphoreBound(t *testing.T) {
 		v := r.spawn("paused"+itoa(i), func(c *WorkerConfig) { c.Goroutines, c.Hold, c.LateWrite = 1, 3*base.Watchdog, true })
 		r.await(30*time.Second, "enter by "+v.id, enterOf(v.id), r.writes(), 1)
 		at := serverMs(t, srv)
+		f := r.fault("SIGSTOP holder > lease (semaphore)", 1)
 		r.signal(v, syscall.SIGSTOP)
-		totals.fault("SIGSTOP holder > lease (semaphore)", 1)
 		took := back(at, "the paused holder's permit taken by another")
 		r.signal(v, syscall.SIGCONT)
+		f.heal()
 		paused = append(paused, v.id)
 		t.Logf("pause %d: %s stopped in its section; its permit went to another %v later", i, v.id, took)
 	}
 	for i := range pick(1, 2) {
 		r.await(30*time.Second, "an enter", func(a Accepted) bool { return a.Phase == "enter" }, r.writes(), 1)
+		f := r.fault("kill -9 + restart redis (semaphore)", 1)
 		srv.Kill()
 		srv.Restart()
 		// The generation boundary is when the new server is up, before any
@@ -91,7 +94,7 @@ func TestSemaphoreBound(t *testing.T) {
 		// one too many.
 		restarts = append(restarts, Now())
 		set()
-		totals.fault("kill -9 + restart redis (semaphore)", 1)
+		f.heal()
 		r.progress(r.writes(), 20, 30*time.Second, "after the restart")
 		t.Logf("restart %d: progress on the restarted server", i)
 	}
@@ -106,6 +109,7 @@ func TestSemaphoreBound(t *testing.T) {
 	b := CheckBound(BoundInput{Permits: permits, Lease: base.Watchdog, Sections: secs, Log: log, Killed: killed, Restarts: restarts})
 	t.Logf("checked: %v", rep)
 	t.Logf("bound: %v", b)
+	r.live(waits, log)
 	for _, v := range append(rep.Violations(), b.Over...) {
 		t.Errorf("violation: %s", v)
 	}

@@ -70,6 +70,10 @@ func TestSentinelFaults(t *testing.T) {
 				at, agreed Mono
 			}
 			var faults []fault
+			// The SENTINEL FAILOVER under way: over once the Sentinels
+			// made the old primary a replica, at the next AwaitReady (or
+			// never, if the run ends first).
+			var failing *injected
 			for round := range pick(1, 3) {
 				for i, f := range sentinelFaults {
 					if round > 0 || i > 0 {
@@ -77,10 +81,15 @@ func TestSentinelFaults(t *testing.T) {
 						// Sentinels to make the old primary a replica, 8
 						// to 20s after the switch, and for its sync.
 						sn.AwaitReady(60 * time.Second)
+						if failing != nil {
+							failing.heal()
+							failing = nil
+						}
 					}
+					// Every rig's: the test's schedule is shared.
+					inj := rigs[0].fault(f.name, 1)
 					old := f.fail(sn)
 					at := Now()
-					totals.fault(f.name, 1)
 					sn.AwaitPrimary(old, 30*time.Second)
 					agreed := Now()
 					faults = append(faults, fault{f.name, at, agreed})
@@ -93,6 +102,11 @@ func TestSentinelFaults(t *testing.T) {
 						r.await(30*time.Second, "entries after the failover", func(a Accepted) bool {
 							return a.Phase == "enter" && a.Issued > agreed
 						}, 0, 5)
+					}
+					if f.rejoin {
+						inj.heal()
+					} else {
+						failing = &inj
 					}
 				}
 			}
@@ -175,9 +189,9 @@ func TestSentinelSplitBrain(t *testing.T) {
 				return true
 			})
 			from := r.writes()
+			f := r.fault("Sentinel split brain (partition)", 1)
 			ns.Partition()
 			at := Now()
-			totals.fault("Sentinel split brain (partition)", 1)
 			sn.AwaitPrimary(old, 60*time.Second)
 			promoted := Now()
 			next := r.await(60*time.Second, "an entry by the majority", func(a Accepted) bool {
@@ -188,6 +202,7 @@ func TestSentinelSplitBrain(t *testing.T) {
 			time.Sleep(2 * base.Watchdog)
 			ns.Heal()
 			healed := Now()
+			f.heal()
 			eventually(t, 60*time.Second, "the minority's section to end", func() bool { return r.ended(enter.Holder, enter.Token) })
 			rep, secs := r.checkWith(redialSlack, v.replicas == 0)
 			s := section(t, secs, enter.Holder, enter.Token)

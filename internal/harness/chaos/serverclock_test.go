@@ -187,9 +187,10 @@ func TestServerClockStep(t *testing.T) {
 		v := r.spawn("stepped"+itoa(i), func(c *WorkerConfig) { c.Goroutines, c.Hold = 1, 3*base.Watchdog })
 		enter := r.await(30*time.Second, "enter by "+v.id, enterOf(v.id), r.writes(), 1)
 		from := r.writes()
+		f := r.fault("server clock stepped +60s", 1)
 		clk.Step(time.Minute)
 		at := Now()
-		totals.fault("server clock stepped +60s", 1)
+		f.heal()
 		next := r.await(30*time.Second, "an entry after the step forward", func(a Accepted) bool {
 			return a.Phase == "enter" && a.Holder != enter.Holder
 		}, from, 1)
@@ -199,9 +200,10 @@ func TestServerClockStep(t *testing.T) {
 		r.progress(r.writes(), 10, 30*time.Second, "before the step back")
 		log := r.log()
 		last := log[len(log)-1].Token
+		f = r.fault("server clock stepped -60s", 1)
 		clk.Step(-time.Minute)
 		backAt := Now()
-		totals.fault("server clock stepped -60s", 1)
+		f.heal()
 		r.progress(r.writes(), 10, 30*time.Second, "after the step back")
 		steps = append(steps, step{enter.Holder, enter.Token, at, next, last, backAt})
 	}
