@@ -124,9 +124,9 @@ func (w *fakeWaiter) Leave(passOn bool)           { w.left <- passOn }
 func (w *fakeWaiter) Missed(hub.Mark) bool        { return !w.quiet }
 
 // The fake protocol cannot be passed on: its waiters are never claimed.
-func (w *fakeWaiter) Listening() bool { return true }
-func (w *fakeWaiter) Wake()           {}
-func (w *fakeWaiter) Events() uint64  { return 0 }
+func (w *fakeWaiter) Listening() bool  { return true }
+func (w *fakeWaiter) Wake()            {}
+func (w *fakeWaiter) Messages() uint64 { return 0 }
 
 // answer is one scripted reply to an attempt.
 type answer struct {

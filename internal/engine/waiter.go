@@ -19,11 +19,11 @@ type waiter interface {
 	Track(ctx context.Context) error
 	Missed(m hub.Mark) bool
 	Leave(wakeNext bool)
-	// Listening, Wake and Events make it a candidate of a lock's line
+	// Listening, Wake and Messages make it a candidate of a lock's line
 	// (see internal/handoff).
 	Listening() bool
 	Wake()
-	Events() uint64
+	Messages() uint64
 }
 
 // hubWatcher is the watcher of a Client's hub.

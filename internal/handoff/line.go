@@ -45,16 +45,19 @@ type Line struct {
 	// nobody taking the lock (a listener slower to answer than the window),
 	// back to listenFloor once one did.
 	window time.Duration
-	// events is the channel's count of wake-ups when the release that
+	// events is the channel's count of messages when the release that
 	// yields was sent; the first since is its own message. others is how
 	// many other connections listened then, seen the count last read, and
 	// span the window a wake-up heard in the yield restarts (see yielding).
 	events, seen uint64
 	others       int64
 	span         time.Duration
-	// yielded is the channel's count of wake-ups when the Client's last
+	// yielded is the channel's count of messages when the Client's last
 	// yield began, 0 once its next turn has begun (see begin).
 	yielded uint64
+	// yield is set while the Client yields to others (see yielding), and
+	// taken once an attempt in it found the lock taken by another.
+	yield, taken bool
 	// probing: the first attempt after the yield tells whether someone took
 	// the lock during it.
 	probing bool
@@ -96,10 +99,11 @@ type Listener interface {
 	Listening() bool
 	// Wake wakes it without blocking.
 	Wake()
-	// Events counts the wake-ups of its channel so far (messages,
-	// invalidations): one more than at a release's start is the release's
-	// own message; two more, someone else's doing.
-	Events() uint64
+	// Messages counts the messages heard on its channel so far: one more
+	// than at a release's start is the release's own; two more, a release
+	// of someone else's. Invalidations are not counted: a lock passed
+	// writes the key too.
+	Messages() uint64
 }
 
 // Candidate is one waiter standing in a lock's line, as owner with a lease
@@ -158,35 +162,40 @@ func (c *Candidate) MayTry(now time.Time) (ok bool, until time.Time) {
 }
 
 // yielding reports whether the Client still yields to others. The yield
-// lasts until each other listener counted when it began has had its turn,
+// lasts until each other listener counted when it began has had its turn:
 // as many releases of others heard as there were others (one for a marked
-// waiter's), or until a window passes with nothing heard: each wake-up
-// heard restarts it, so that a listener slow to answer still has its
-// window after another's turn, and one that never tries keeps the Client
-// back one window only. Called with Lines.mu held.
+// waiter's). Meanwhile a candidate may try the lock once a window has
+// passed since the last message heard (each restarts it), so that a
+// listener that never tries keeps the Client back one window only; an
+// attempt that finds the lock taken (by another's turn under way) keeps the
+// yield on (see Tried). Called with Lines.mu held.
 func (l *Line) yielding(c *Candidate, now time.Time) bool {
-	if !now.Before(l.until) {
+	if !l.yield {
 		return false
 	}
-	if ev := c.w.Events(); ev > l.seen {
+	if ev := c.w.Messages(); ev > l.seen {
 		l.seen = ev
 		if ev-l.events > uint64(max(l.others, 1)) { // its own message, then theirs
-			l.until = time.Time{}
+			l.yield, l.until = false, time.Time{}
 			return false
 		}
-		if end := now.Add(l.span); end.After(l.until) {
-			l.until = end
+		if end := now.Add(l.span); l.taken || end.After(l.until) {
+			l.until, l.taken = end, false
 		}
 	}
-	return true
+	return now.Before(l.until)
 }
 
+// yieldRetry is how long a yield whose attempt found the lock taken waits
+// for a message before its candidates try again: a message lost (a
+// subscription broken, a PUBLISH refused) costs no more.
+const yieldRetry = time.Second
+
 // stirred reports whether, since the yield's release was sent, the channel
-// woke its waiters twice: its own message, then another's release (or an
-// invalidation, a resubscription). Someone else took the lock in the yield;
-// the Client competes for it again. Called with Lines.mu held.
+// heard two messages: its own, then another's release. Someone else took
+// the lock in the yield. Called with Lines.mu held.
 func (l *Line) stirred(c *Candidate) bool {
-	return c.w.Events() > l.events+1
+	return c.w.Messages() > l.events+1
 }
 
 // Tried ends the attempt MayTry allowed; won reports whether it took the
@@ -212,8 +221,14 @@ func (c *Candidate) Tried(won bool) {
 			l.window = listenFloor
 		}
 	}
-	if won {
-		l.begin(len(l.cands)-1, c.w.Events())
+	switch {
+	case won:
+		l.yield = false
+		l.begin(len(l.cands)-1, c.w.Messages())
+	case l.yield:
+		// Taken by another, whose turn is under way: its release's
+		// message says when to look again.
+		l.until, l.taken = time.Now().Add(yieldRetry), true
 	}
 }
 
@@ -222,7 +237,7 @@ func (c *Candidate) Tried(won bool) {
 const maxTurn = 64
 
 // begin begins a turn of the Client: waiting of its candidates stand in
-// line, and ev is the channel's count of wake-ups now. The turn passes the
+// line, and ev is the channel's count of messages now. The turn passes the
 // lock once to each of them, or, after a yield, as many times as others
 // released it meanwhile, if more (up to maxTurn): a client that re-locks at
 // once after its own unlock (Redisson's threads do) takes the lock many
@@ -274,7 +289,7 @@ func (ls *Lines) Won(channel string) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if l := ls.lines[channel]; l != nil {
-		l.begin(len(l.cands), l.cands[0].w.Events())
+		l.begin(len(l.cands), l.cands[0].w.Messages())
 	}
 }
 
@@ -313,7 +328,7 @@ func (ls *Lines) Release(ctx context.Context, rc rueidis.Client, to lua.Handoff,
 		return Result{}, nil
 	}
 	ask := l.left <= 0
-	events := c.w.Events()
+	events := c.w.Messages()
 	// A marked waiter due to try before the next release, about as far
 	// ahead as the last one, is yielded to by this one.
 	ahead := time.Millisecond
@@ -419,7 +434,7 @@ func (ls *Lines) yield(c *Candidate, now time.Time, p lua.Passed, rtt time.Durat
 		// a listener answers: the window is capped.
 		span = min(l.window+2*rtt, listenCap)
 	}
-	l.until, l.probing, l.left = now.Add(max(span, p.Mark)), true, 0
+	l.yield, l.taken, l.until, l.probing, l.left = true, false, now.Add(max(span, p.Mark)), true, 0
 	l.events, l.seen, l.others, l.span, l.yielded = events, events, p.Listeners, span, events
 	if c.state == picked {
 		c.state = idle

@@ -22,12 +22,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type fakeWaiter struct {
 	listening bool
 	woken     atomic.Int64
-	events    atomic.Uint64
+	messages  atomic.Uint64
 }
 
-func (w *fakeWaiter) Listening() bool { return w.listening }
-func (w *fakeWaiter) Wake()           { w.woken.Add(1) }
-func (w *fakeWaiter) Events() uint64  { return w.events.Load() }
+func (w *fakeWaiter) Listening() bool  { return w.listening }
+func (w *fakeWaiter) Wake()            { w.woken.Add(1) }
+func (w *fakeWaiter) Messages() uint64 { return w.messages.Load() }
 
 // fakeScript answers ReleaseTo with reply, and records what it was asked.
 type fakeScript struct {
@@ -149,11 +149,11 @@ func TestYield(t *testing.T) {
 	if ok || until.Sub(now) < listenFloor/2 || until.Sub(now) > listenCap {
 		t.Fatalf("MayTry in the yield = %v until %v from now, want false for about %v", ok, until.Sub(now), listenFloor)
 	}
-	w.events.Add(1) // the release's own message
+	w.messages.Add(1) // the release's own message
 	if ok, _ := c.MayTry(now); ok {
 		t.Fatal("its own message ended the yield")
 	}
-	w.events.Add(1) // another's release
+	w.messages.Add(1) // another's release
 	if ok, _ := c.MayTry(now); !ok {
 		t.Fatal("another's release did not end the yield")
 	}
@@ -178,18 +178,35 @@ func TestYield(t *testing.T) {
 	release(t, ls, s)
 	_, first := c.MayTry(time.Now())
 	time.Sleep(time.Millisecond)
-	w.events.Add(2) // its own message, then one other's release
+	w.messages.Add(2) // its own message, then one other's release
 	heard := time.Now()
 	ok, until = c.MayTry(heard)
 	if ok || until.Before(heard.Add(listenFloor)) || !until.After(first) {
 		t.Fatalf("one of two others heard: MayTry %v until %v from then (%v at first); want the window restarted",
 			ok, until.Sub(heard), first.Sub(heard))
 	}
-	w.events.Add(1) // the second other's
+	w.messages.Add(1) // the second other's
 	if ok, _ := c.MayTry(heard); !ok {
 		t.Fatal("both others' releases heard, and the yield goes on")
 	}
 	c.Tried(false)
+	// A yield whose attempt, after its window, finds the lock taken (an
+	// other's turn under way) goes on until their release is heard.
+	s.reply = lua.Passed{Outcome: lua.Yielded, Listeners: 1}
+	release(t, ls, s)
+	_, until = c.MayTry(time.Now())
+	if ok, _ := c.MayTry(until); !ok {
+		t.Fatal("no attempt after the window")
+	}
+	c.Tried(false)
+	if ok, next := c.MayTry(until); ok || next.Sub(until) < yieldRetry/2 {
+		t.Fatalf("after an attempt that found the lock taken: MayTry %v until %v later", ok, next.Sub(until))
+	}
+	w.messages.Add(2) // its own message, then the other's release
+	if ok, _ := c.MayTry(until); !ok {
+		t.Fatal("the other's release heard, and the yield goes on")
+	}
+	c.Tried(true)
 	// A mark: the yield lasts until it runs out.
 	s.reply = lua.Passed{Outcome: lua.Yielded, Mark: time.Second}
 	release(t, ls, s)
@@ -239,13 +256,14 @@ func (l *leaving) ReleaseTo(ctx context.Context, rc rueidis.Client, owner, succe
 	return l.fakeScript.ReleaseTo(ctx, rc, owner, successor, lease, ask, ahead)
 }
 
-// A mark asks for no more than the lock's lease, and its margin is half
-// its delay, between 10ms and 500ms.
+// A mark is due a quarter of its delay early (2ms to 500ms) and runs out
+// half its delay later (10ms to 500ms), never after the lock's lease.
 func TestWant(t *testing.T) {
 	for _, tt := range []struct{ delay, ttl, wantDelay, wantMargin time.Duration }{
-		{10 * time.Millisecond, time.Minute, 10 * time.Millisecond, 10 * time.Millisecond},
-		{time.Second, time.Minute, time.Second, 500 * time.Millisecond},
-		{2 * time.Second, time.Second, 500 * time.Millisecond, 500 * time.Millisecond},
+		{10 * time.Millisecond, time.Minute, 7500 * time.Microsecond, 12500 * time.Microsecond},
+		{4 * time.Millisecond, time.Minute, 2 * time.Millisecond, 12 * time.Millisecond},
+		{time.Second, time.Minute, 750 * time.Millisecond, 750 * time.Millisecond},
+		{2 * time.Second, time.Second, 0, time.Second},
 	} {
 		if d, m := Want(tt.delay, tt.ttl); d != tt.wantDelay || m != tt.wantMargin {
 			t.Errorf("Want(%v, %v) = %v, %v; want %v, %v", tt.delay, tt.ttl, d, m, tt.wantDelay, tt.wantMargin)

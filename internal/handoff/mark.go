@@ -16,15 +16,20 @@ const (
 )
 
 // Want is how a waiter that does not listen on a lock's channel asks for
-// its turn: its failed attempt leaves a mark saying it tries again in delay,
-// give or take the margin returned, which a Client passing the lock among
-// its own waiters reads; that Client then publishes before the try is due
-// and stands back until the mark runs out. The mark never outlives ttl,
-// the lock's lease, as no key of a lock outlives its last hold by more.
+// its turn: its failed attempt leaves a mark saying it tries again in about
+// delay, which a Client passing the lock among its own waiters reads; that
+// Client then publishes before the try is due and stands back until the
+// mark runs out. The mark says the try is due a little early (a quarter of
+// delay, 2ms to 500ms: the Client yields at a release, and a try that comes
+// just before it finds the lock taken), and runs out a margin after it
+// (half of delay, 10ms to 500ms, and the early part: a loop's ticks come
+// late on a busy machine). It never outlives ttl, the lock's lease, as no
+// key of a lock outlives its last hold by more. Want returns the mark's
+// delay and margin.
 func Want(delay, ttl time.Duration) (time.Duration, time.Duration) {
-	// A loop's ticks come late on a busy machine, and the Client it
-	// waits on releases at its own pace: half the delay, at least 10ms.
-	margin := min(max(delay/2, 10*time.Millisecond), 500*time.Millisecond)
+	early := min(max(delay/4, 2*time.Millisecond), delay, 500*time.Millisecond)
+	margin := early + min(max(delay/2, 10*time.Millisecond), 500*time.Millisecond)
+	delay -= early
 	if delay+margin > ttl {
 		delay = max(ttl-margin, 0)
 	}

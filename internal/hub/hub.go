@@ -101,17 +101,18 @@ func Sharded() HubOption { return hubOptionFunc(func(h *Hub) { h.sharded = true 
 
 // topic is one channel's subscription and the waiters it serves.
 type topic struct {
-	channel string
-	key     string
-	waiters []*Waiter     // oldest first
-	ready   chan struct{} // closed on the first confirmed subscription
-	ctx     context.Context
-	cancel  context.CancelFunc
-	done    chan struct{} // closed when the subscription goroutine has ended
-	prev    *topic        // an older topic on the channel still unsubscribing
-	counted bool          // messages are counts (see Counted)
-	events  uint64        // wake-ups of any kind so far, under Hub.mu (see Mark)
-	hinted  *time.Timer   // an invalidation's wake-up, deferred (see InvalidateKeys)
+	channel  string
+	key      string
+	waiters  []*Waiter     // oldest first
+	ready    chan struct{} // closed on the first confirmed subscription
+	ctx      context.Context
+	cancel   context.CancelFunc
+	done     chan struct{} // closed when the subscription goroutine has ended
+	prev     *topic        // an older topic on the channel still unsubscribing
+	counted  bool          // messages are counts (see Counted)
+	events   uint64        // wake-ups of any kind so far, under Hub.mu (see Mark)
+	messages uint64        // messages heard so far, under Hub.mu (see Messages)
+	hinted   *time.Timer   // an invalidation's wake-up, deferred (see InvalidateKeys)
 }
 
 // Waiter is one goroutine's interest in a channel.
@@ -490,6 +491,7 @@ func refusal(e *rueidis.RedisError) bool {
 func (h *Hub) deliver(t *topic, msg string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	t.messages++
 	if t.counted {
 		if n, err := strconv.ParseInt(msg, 10, 64); err == nil {
 			h.wakeCount(t, n)
@@ -616,13 +618,14 @@ func (w *Waiter) Listening() bool {
 	}
 }
 
-// Events counts what woke or would have woken the channel's waiters so far:
-// messages, invalidations, resubscriptions. internal/handoff reads it to
-// tell a release of someone else from its own.
-func (w *Waiter) Events() uint64 {
+// Messages counts the messages heard on the waiter's channel so far: each a
+// release that published (its own Client's or another's), where an
+// invalidation may be any write of the key, a lock passed included.
+// internal/handoff reads it to count the releases of others.
+func (w *Waiter) Messages() uint64 {
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
-	return w.t.events
+	return w.t.messages
 }
 
 // Wake wakes the waiter, unless a wake-up is pending already. It does not
