@@ -22,8 +22,9 @@ var publicPackages = []string{".", "lease", "rlock", "fairqueue", "rw", "quorum"
 // WithKeyPrefix and (*Client).Check, for services that share a Redis behind
 // an ACL and are probed (issue 41); (*Client).Fence and HealthHandler, so
 // that fencing needs no second client and a probe no handler of its own
-// (issue 49).
-const maxPublicNames = 163
+// (issue 49); (*partition.Group).Name, so that a group's metrics name it
+// (issue 51).
+const maxPublicNames = 164
 
 // The public surface stays small and reads as its own: at most
 // maxPublicNames exported names (consts, vars, funcs, types, methods, as

@@ -62,11 +62,22 @@ var runs = []struct {
 		`^ok: all 10 tenants synced exactly once`,
 		`stderr:level=WARN msg="lease lost" lock=sync:tenant-5`,
 	}, nil},
-	{"pipeline", "pipeline", []string{"-orders", "300"}, []string{
+	{"orders", "orders", []string{"-orders", "300"}, []string{
 		`^one at a time: +300 orders in .* \(300 processed, 0 twice\)$`,
 		`^pipelined, window 64: +300 orders in .* \(300 processed, 0 twice\)$`,
 		`^ok: every order processed exactly once`,
 	}, nil},
+	{"pipeline", "pipeline", nil, []string{
+		`^3 members split 8 partitions: member 1 runs \[[\d ]+\], member 2 runs \[[\d ]+\], member 3 runs \[[\d ]+\]$`,
+		`^supervisor: cut member 2 off from Redis \(no goodbye\) while it runs \[[\d ]+\]$`,
+		`^member [13]: runs partition \d from offset \d+, token \d+$`,
+		`^supervisor: member 2's partitions taken over .* after the cut \(lease 1s\): member 1 runs \[[\d ]+\], member 3 runs \[[\d ]+\]$`,
+		`^supervisor: stopped member 2 and healed the network: its commits, retried all along, reach Redis$`,
+		`^member 2: partition \d: commit of offset \d+ under token \d+ refused: fence: set ".*": fence: stale token \d+: \d+ applied already$`,
+		`^member 4: runs partition \d from offset \d+, token \d+$`,
+		`^supervisor: member 4 joined: member 1 runs \[[\d ]+\], member 3 runs \[[\d ]+\], member 4 runs \[[\d ]+\] after .*; 2 partitions moved$`,
+		`^ok: no partition ran under two live leases, [23] stale commits refused, every offset rose and is its last owner's$`,
+	}, staleRefused},
 	{"crawler", "crawler", nil, []string{
 		`^supervisor: 3 crawler processes, 4 workers each, at most 3 fetches in flight; 60 pages$`,
 		`^supervisor: kill -9 crawler 1 with [123] of the 3 fetches in flight; it cannot release$`,
@@ -129,6 +140,38 @@ func termsRise(t *testing.T, stdout string) {
 	}
 	if !slices.Equal(seen, led) {
 		t.Errorf("the observer printed terms %v, the candidates led in %v", seen, led)
+	}
+}
+
+// staleRefused checks the pipeline example's refusals: one for each
+// partition member 2 ran when it was cut off, each under a token below the
+// one its partition's new owner ran it under.
+func staleRefused(t *testing.T, stdout string) {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^supervisor: cut member 2 off from Redis \(no goodbye\) while it runs \[([\d ]+)\]$`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatal("no cut")
+	}
+	held := strings.Fields(m[1])
+	took := map[string]uint64{} // partition -> the token its new owner ran it under
+	for _, m := range regexp.MustCompile(`(?m)^member [13]: runs partition (\d) from offset \d+, token (\d+)$`).FindAllStringSubmatch(stdout, -1) {
+		took[m[1]], _ = strconv.ParseUint(m[2], 10, 64)
+	}
+	refused := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^member 2: partition (\d): commit of offset \d+ under token (\d+) refused: `).FindAllStringSubmatch(stdout, -1) {
+		tok, _ := strconv.ParseUint(m[2], 10, 64)
+		refused[m[1]] = true
+		if tok >= took[m[1]] {
+			t.Errorf("partition %s: member 2's commit under token %d refused, its new owner's token %d", m[1], tok, took[m[1]])
+		}
+	}
+	if len(refused) != len(held) {
+		t.Errorf("member 2 ran %v; commits refused for %d partitions: %v", held, len(refused), refused)
+	}
+	for _, p := range held {
+		if !refused[p] {
+			t.Errorf("member 2's commit of partition %s was not refused", p)
+		}
 	}
 }
 

@@ -18,7 +18,9 @@
 // and leasehold.election.leader (1 while this process leads the election
 // named by leasehold.lock.name, 0 once it no longer does), and from
 // RegisterClient leasehold.leases.held, leasehold.waiters,
-// leasehold.subscriptions, leasehold.renewal.rounds and leasehold.wakeups.
+// leasehold.subscriptions, leasehold.renewal.rounds and leasehold.wakeups;
+// from RegisterGroup, a partition group member's leasehold.partition.owned,
+// .assigned, .members and .rebalances.
 // Acquisitions and holds are counted by lock kind and outcome; no metric
 // but the leader gauge carries the lock name unless asked (WithLockName, WithNameMapper), since
 // names are often unbounded. Spans

@@ -69,6 +69,10 @@ func New(c *leasehold.Client, name string, n int, opts ...Option) *Group {
 	return g
 }
 
+// Name returns the group's name, as New was given it (without the Client's
+// key prefix).
+func (g *Group) Name() string { return g.name }
+
 // Owned returns the partitions whose fn runs now on this member, ascending.
 // Safe for concurrent use.
 func (g *Group) Owned() []int {

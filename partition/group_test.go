@@ -445,8 +445,8 @@ func TestRebalanceTime(t *testing.T) {
 }
 
 // The Client's key prefix comes before every key of the group, and of its
-// partitions' locks; the names users see (the partitions' leases) are as
-// given.
+// partitions' locks; the names users see (the partitions' leases, the
+// group's Name) are as given.
 func TestKeyPrefix(t *testing.T) {
 	srv := redistest.Start(t)
 	r := newRecorder(t)
@@ -458,6 +458,9 @@ func TestKeyPrefix(t *testing.T) {
 		"{app:g}:members", "{app:g}:partitions"}
 	if !slices.Equal(keys, want) {
 		t.Fatalf("keys %v, want %v", keys, want)
+	}
+	if got := a.g.Name(); got != "g" {
+		t.Fatalf("Name() = %q, want the name as given, %q", got, "g")
 	}
 }
 

@@ -75,6 +75,17 @@ var commands = map[string]command{
 			}
 		},
 	},
+	"group": {
+		arg:  "NAME",
+		json: true,
+		help: "Show the partition group NAME (package partition): its members, each with\nits lease, capacity, partitions assigned and running, and connection; and\neach partition: the member it is assigned to (OWNER), whether that member's\nClient holds its lock NAME:P (running), another Client does (moving: its\nlast owner's fn has not returned, or a dead owner's lease runs out) or none\ndoes (free), its lock's fencing token, and since when it is held, read from\nthe token (drawn from the server's clock, in µs: a bound when the partition\nmoved twice within a lease; none once the token has run out, a lease after\nit was drawn). With -json, one JSON object.",
+		setup: func(fs *flag.FlagSet, asJSON *bool) func(context.Context, env, string) error {
+			jsonFlag(fs, asJSON)
+			return func(ctx context.Context, e env, name string) error {
+				return groupCmd(ctx, e, name, *asJSON)
+			}
+		},
+	},
 	"list": {
 		arg:  "[PATTERN]",
 		def:  "*",
@@ -106,6 +117,10 @@ func inspect(ctx context.Context, e env, name string, asJSON bool) error {
 		return renderJSON(e.stdout, s)
 	}
 	if err := render(e.stdout, s, true); err != nil {
+		return err
+	}
+	if s.Shape == lua.ShapeFree && e.isGroup(ctx, name) {
+		_, err = fmt.Fprintf(e.stdout, "%q is a partition group: leasehold group %s\n", name, name)
 		return err
 	}
 	if t := s.hint.text(); t != "" {

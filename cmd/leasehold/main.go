@@ -23,6 +23,10 @@
 //	release NAME    force-release NAME whoever holds it, waking its waiters;
 //	                asks first unless --yes is given, and exits 1 having
 //	                released nothing unless the answer is y
+//	group NAME      the partition group NAME (package partition): its
+//	                members, and each partition's owner, state (running,
+//	                moving, free), token and since when it is held, read
+//	                from the token
 //	list [PATTERN]  the locks whose names match PATTERN (a Redis glob,
 //	                default *), found with SCAN, never KEYS; WAITERS is a
 //	                fair lock's queue, a semaphore's waiters for several
@@ -42,7 +46,8 @@
 // inspect, list and watch take -json (or -o json), before or after the
 // command, to print JSON for programs: one object per lock, on one line,
 // with the same fields for all three (inspect prints one, list one per lock,
-// watch one per change). docs/operator.md describes the fields.
+// watch one per change); group takes it too, and prints one object for the
+// group. docs/operator.md describes the fields.
 //
 // The connection flags, accepted before or after the command:
 //
@@ -117,12 +122,14 @@ commands:
                     TTL, token, waiters, read holds
   watch NAME        show the lock NAME, redrawn as it changes, until interrupted
   release NAME      force-release the lock NAME (asks first unless --yes)
+  group NAME        show the partition group NAME: its members, and each
+                    partition's owner, state, token and since when it is held
   list [PATTERN]    list the locks matching PATTERN, default * (SCAN, never KEYS)
   version           print the version of leasehold (also -version)
   help [COMMAND]    print this, or the flags of COMMAND (also -h)
 
-inspect, list and watch print JSON with -json (or -o json), one object per
-line. Flags may come before or after the command. -prefix PREFIX reads the
+inspect, list, watch and group print JSON with -json (or -o json), one
+object per line. Flags may come before or after the command. -prefix PREFIX reads the
 locks of a Client opened with leasehold.WithKeyPrefix(PREFIX) by their names;
 inspect, list and release name the -prefix of the locks they find under
 another prefix when the name given has none.
@@ -181,7 +188,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return usagef("%s takes one %s", name, strings.Trim(cmd.arg, "[]"))
 	}
 	if asJSON && !cmd.json {
-		return usagef("-json goes with inspect, list and watch; %s prints text", name)
+		return usagef("-json goes with inspect, list, watch and group; %s prints text", name)
 	}
 	if i := strings.IndexAny(conn.prefix, "{}*?[]\\"); i >= 0 {
 		// As leasehold.WithKeyPrefix refuses them.

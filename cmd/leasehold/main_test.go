@@ -963,7 +963,7 @@ func TestJSONBeforeCommand(t *testing.T) {
 	}
 	wantLines(t, mustCmd(t, srv, "", "-json", "-o", "text", "inspect", "early"), `^name +early$`)
 	_, err := cmd(t, srv, "", "-json", "release", "--yes", "early")
-	if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "-json goes with inspect, list and watch") {
+	if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "-json goes with inspect, list, watch and group") {
 		t.Errorf("-json release: %v, want a usage error naming the commands that print JSON", err)
 	}
 	if l.Err() != nil {
