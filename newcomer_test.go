@@ -87,3 +87,46 @@ func TestOpenErrors(t *testing.T) {
 		})
 	}
 }
+
+// README.md is what a newcomer reads first: under 400 lines (depth lives in
+// docs/), with, near its top, the two commands run from a clone (the main
+// example, and the test command .ci/run runs), and a quick start that says
+// where its Redis comes from (it read localhost:6379, while the example
+// started a server of its own and said nothing of it).
+func TestREADMEForANewcomer(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	if n := strings.Count(readme, "\n"); n >= 400 {
+		t.Errorf("README.md has %d lines, want under 400: move depth to docs/", n)
+	}
+	_, clone, ok := strings.Cut(readme, "\n## Trying it from a clone\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Trying it from a clone" section`)
+	}
+	clone, _, _ = strings.Cut(clone, "\n## ")
+	ci, err := os.ReadFile(".ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"go run ./examples/", "go test -race -count=1 ./..."} {
+		if !strings.Contains(clone, cmd) {
+			t.Errorf("README's section for a clone does not give %q", cmd)
+		}
+	}
+	if !strings.Contains(string(ci), "\ngo test -race -count=1 ./...\n") {
+		t.Error(".ci/run does not run README's test command, go test -race -count=1 ./...")
+	}
+	_, quick, ok := strings.Cut(readme, "\n## Quick start\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Quick start" section`)
+	}
+	quick, _, _ = strings.Cut(quick, "```go")
+	for _, says := range []string{"REDIS_ADDR", "starts a redis-server of its own"} {
+		if !strings.Contains(quick, says) {
+			t.Errorf("README's quick start does not say where its Redis comes from (%q)", says)
+		}
+	}
+}
