@@ -41,15 +41,24 @@ func trackedKeys(tb testing.TB, srv *redistest.Server) int64 {
 }
 
 // Redis keeps a tracking entry for a key read with tracking until the key is
-// written again, and lock names are often used once (an order id, a file):
-// every name held longer than the guard's delay before its first read used
-// to leave one behind, read after its own release (1,264 of 3,000 names in
-// this test, about 160 bytes each, for as long as the server runs). Here
-// 3,000 names, each held 8ms by one of 8 workers (longer than the guard's
-// 5ms delay, so each hold's key is read with tracking), one in six with a
-// waiter on another Client that gives up before the release, on Clients of
-// every kind: once every key is gone, at most 1% of the names may be left in
-// the tracking table.
+// written again, and lock names are often used once (an order id, a file): a
+// read after a name's last write leaves an entry (about 160 bytes) for as
+// long as the server runs. Here 3,000 names, each held 8ms by one of 8
+// workers (longer than the guard's 5ms delay, so each hold's key is read
+// with tracking) on Clients of every kind; one in six with a waiter on
+// another Client that gives up at 4ms, before the read of its key is due.
+//
+// A hold's key is never read once its release has begun (the release waits
+// for a read in flight), whatever the load: not one name without a waiter
+// may stay tracked once idle. 1,264 of them did, read after their own
+// release. A waiter's key is not read once its last waiter has left; read
+// anyway, 66 to 115 of the 500 waiters' names stayed tracked on a busy
+// machine, the read coming after the holder's release. A read the guard had
+// taken before its waiter left can still land after another Client's
+// release, which nothing orders: those names are written once more here,
+// which clears them, before the count, and their number is only logged.
+// internal/core's and internal/hub's tests pin that a key whose last waiter
+// left is not read.
 func TestNoTrackingResidue(t *testing.T) {
 	const (
 		names   = 3000
@@ -74,6 +83,7 @@ func TestNoTrackingResidue(t *testing.T) {
 	defer byNew.Close()
 	holders := []*leasehold.Client{locktest.Open(t, srv, opts...), locktest.OpenAt(t, noCache, opts...), byNew}
 	waiters := locktest.Open(t, srv, opts...)
+	waited := func(i int64) bool { return i%6 == 0 }
 
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -88,8 +98,7 @@ func TestNoTrackingResidue(t *testing.T) {
 				if i >= names {
 					return
 				}
-				name := fmt.Sprint("residue:", i)
-				if err := holdOnce(c, waiters, name, hold, i%6 == 0); err != nil {
+				if err := holdOnce(c, waiters, fmt.Sprint("residue:", i), hold, waited(i)); err != nil {
 					errs <- err
 					return
 				}
@@ -107,10 +116,24 @@ func TestNoTrackingResidue(t *testing.T) {
 		n, err := srv.Do("DBSIZE").AsInt64()
 		return err == nil && n == 0
 	})
+	all := trackedKeys(t, srv)
+	// A write of a tracked key ends its entry: the waiters' names written
+	// (and deleted), what is left is the holds' residue.
+	for i := int64(0); i < names; i++ {
+		if waited(i) {
+			name := fmt.Sprint("residue:", i)
+			if err := srv.Do("SET", name, "x").Error(); err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Do("DEL", name).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	left := trackedKeys(t, srv)
-	t.Logf("tracking_total_keys after %d names went idle: %d", names, left)
-	if left > names/100 {
-		t.Fatalf("%d keys left in the tracking table after %d names went idle, want at most %d", left, names, names/100)
+	t.Logf("tracking_total_keys after %d names went idle: %d, of which %d of the waiters' names", names, all, all-left)
+	if left != 0 {
+		t.Fatalf("%d keys of names without a waiter left in the tracking table after %d names went idle, want 0", left, names)
 	}
 }
 

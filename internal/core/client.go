@@ -97,9 +97,9 @@ func NewClient(rc rueidis.Client, owned bool, o Options) *Client {
 		o.ID = NewID()
 	}
 	c.rc, c.owned, c.id, c.opts = rc, owned, o.ID, o
-	// A waiter's key is read on the keeper's tracking connection: Watch is
-	// called only by waiters, once NewClient has returned.
-	hubOpts = append(hubOpts, hub.Tracker(func(key string) { c.keeper.Watch(key) }))
+	// A waiter's key is read on the keeper's tracking connection: Watch and
+	// Unwatch are called only by waiters, once NewClient has returned.
+	hubOpts = append(hubOpts, hub.Tracker(func(key string) { c.keeper.Watch(key) }, func(key string) { c.keeper.Unwatch(key) }))
 	c.hub = hub.NewHub(rc, hubOpts...)
 	c.lines = handoff.New(c.hub)
 	c.keeper = NewKeeper(rc, o.Watchdog, o.Sharded, c.Warn, WaitReplicas(o.Replicas, o.ReplicaTimeout), Hints(c.hub.InvalidateKeys))

@@ -40,10 +40,12 @@ const armDelay = 5 * time.Millisecond
 //
 // Redis keeps a key it tracks in its tracking table until the key is
 // written again, and lock names are often used once: so nothing is read
-// once its hold is being released or is gone. A hold's release waits for a
-// read of it in flight (Hold.take), so that the read never comes after the
-// release's DEL. Where the server offers no tracking the guard stops, says
-// so once, and a loss is heard at the next renewal.
+// once its hold is being released or is gone, nor a waiter's key once its
+// last waiter has left (unwatch). A hold's release waits for a read of it in
+// flight (Hold.take), so that the read never comes after the release's DEL;
+// a waiter's read in flight can still land after another Client's release,
+// which nothing here orders. Where the server offers no tracking the guard
+// stops, says so once, and a loss is heard at the next renewal.
 type guard struct {
 	t    *tracking
 	warn func(error)
@@ -165,6 +167,19 @@ func (g *guard) watch(key string) {
 		g.schedule(armDelay)
 	}
 	g.watching[key] = struct{}{}
+	g.mu.Unlock()
+}
+
+// unwatch drops key from the waiters' keys to read: no one waits on it any
+// more. Read after its release, a key never written again would stay in
+// Redis' tracking table for good; a read sent already is not called back.
+func (g *guard) unwatch(key string) {
+	if !g.tracked() {
+		return
+	}
+	g.mu.Lock()
+	delete(g.watching, key)
+	delete(g.watchDue, key)
 	g.mu.Unlock()
 }
 

@@ -95,6 +95,10 @@ func Hints(hint func(keys []string)) KeeperOption {
 // nothing.
 func (k *Keeper) Watch(key string) { k.guard.watch(key) }
 
+// Unwatch drops the read of key that Watch asked for, if not made yet: its
+// last waiter left. It does not block.
+func (k *Keeper) Unwatch(key string) { k.guard.unwatch(key) }
+
 // Track starts keeping h. sent is when the script that took the lock was
 // sent: the local deadline runs from there. Watchdog holds (with a Renewal)
 // are renewed each round from now on. Track returns an error wrapping

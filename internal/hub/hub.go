@@ -28,8 +28,9 @@ type Hub struct {
 	tracking bool
 	sharded  bool // SSUBSCRIBE rather than SUBSCRIBE
 	// tracker reads a lock key on a connection whose invalidations come
-	// back to InvalidateKeys (see Tracker); nil for none.
-	tracker func(key string)
+	// back to InvalidateKeys, and forget drops such a read not made yet
+	// (see Tracker); nil for none.
+	tracker, forget func(key string)
 
 	wakeups atomic.Uint64
 	mu      sync.Mutex
@@ -84,13 +85,17 @@ func Tracking() HubOption { return hubOptionFunc(func(h *Hub) { h.tracking = tru
 // Tracker has Track hand a waiter's key to read, a key at a time, to a
 // reader of its own: one that reads it on a connection with CLIENT TRACKING
 // on, whose invalidations it passes to InvalidateKeys, and that calls
-// InvalidateKeys itself when it finds the key gone. read must not block: the
-// read is made later, on the reader's own goroutine. The hub asks again for
-// a key only once Redis has invalidated it. It takes the place of Tracking,
+// InvalidateKeys itself when it finds the key gone. The hub asks again for
+// a key only once Redis has invalidated it. When the key's last waiter
+// leaves, forget drops its read if not made yet: read then, a key gone for
+// good (a name used once) would stay in Redis' tracking table, which keeps
+// a key read with tracking until it is written again. Both are called with
+// the hub's lock held and must not block or call the hub: the read is made
+// later, on the reader's own goroutine. It takes the place of Tracking,
 // whose reads through rc's cache put rc's connection in rueidis' pipelined
 // mode (every command then crosses two goroutines). Default: none.
-func Tracker(read func(key string)) HubOption {
-	return hubOptionFunc(func(h *Hub) { h.tracker = read })
+func Tracker(read, forget func(key string)) HubOption {
+	return hubOptionFunc(func(h *Hub) { h.tracker, h.forget = read, forget })
 }
 
 // Sharded makes the hub subscribe with SSUBSCRIBE (sharded pub/sub, Redis 7+
@@ -242,13 +247,12 @@ func (w *Waiter) Track(ctx context.Context) error {
 	case key == "":
 		return nil
 	case h.tracker != nil:
+		// Under the lock, so that a forget of the key (its last waiter
+		// leaving) never comes between the two.
 		h.mu.Lock()
-		_, known := h.tracked[key]
-		if !known {
+		defer h.mu.Unlock()
+		if _, known := h.tracked[key]; !known {
 			h.tracked[key] = struct{}{}
-		}
-		h.mu.Unlock()
-		if !known {
 			h.tracker(key)
 		}
 		return nil
@@ -303,6 +307,9 @@ func (h *Hub) drop(t *topic) {
 			// waiter reads it again.
 			delete(h.tracked, t.key)
 			delete(h.muted, t.key)
+			if h.forget != nil {
+				h.forget(t.key)
+			}
 		} else {
 			h.byKey[t.key] = ts
 		}

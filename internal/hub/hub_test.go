@@ -2,6 +2,8 @@ package hub_test
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -225,6 +227,52 @@ func TestInvalidationWakes(t *testing.T) {
 		}
 		w.Leave(false)
 	}
+}
+
+// A Tracker's reader is handed a waiter's key once while it is waited on,
+// and told to forget it when the last waiter leaves, not before: a read of
+// it made after that, once the key is gone for good, would stay in Redis'
+// tracking table. The next waiter has it read again.
+func TestTrackerForgetsWithLastWaiter(t *testing.T) {
+	srv := redistest.Start(t)
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var mu sync.Mutex
+	var calls []string
+	note := func(what string) func(string) {
+		return func(key string) { mu.Lock(); calls = append(calls, what+" "+key); mu.Unlock() }
+	}
+	want := func(step string, w ...string) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.Equal(calls, w) {
+			t.Fatalf("%s: calls %q, want %q", step, calls, w)
+		}
+	}
+	h := hub.NewHub(rc, hub.Tracker(note("read"), note("forget")))
+	defer h.Close(context.Background())
+	ctx := context.Background()
+	a, b := watchReady(t, h, "ch", "k"), watchReady(t, h, "ch", "k")
+	for _, w := range []*hub.Waiter{a, b} {
+		if err := w.Track(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want("two waiters", "read k")
+	a.Leave(false)
+	want("one left", "read k")
+	b.Leave(false)
+	want("both left", "read k", "forget k")
+	c := watchReady(t, h, "ch", "k")
+	if err := c.Track(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Leave(false)
+	want("the next waiter", "read k", "forget k", "read k", "forget k")
 }
 
 func TestWatchAfterClose(t *testing.T) {
