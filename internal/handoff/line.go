@@ -37,8 +37,8 @@ type Line struct {
 	// left is how many more releases of the turn pass the lock without
 	// asking whether anyone else wants it.
 	left int
-	// until is when the Client's yield ends: its candidates do not try the
-	// lock before it.
+	// until is, while the Client yields, when its candidates may next try
+	// the lock (see yielding).
 	until time.Time
 	// window is how long a yield to a listener lasts, before the round trip
 	// is added: listenFloor, doubled each time a yield's window passed with
@@ -48,7 +48,7 @@ type Line struct {
 	// events is the channel's count of messages when the release that
 	// yields was sent; the first since is its own message. others is how
 	// many other connections listened then, seen the count last read, and
-	// span the window a wake-up heard in the yield restarts (see yielding).
+	// span the window a message heard in the yield restarts (see yielding).
 	events, seen uint64
 	others       int64
 	span         time.Duration
