@@ -23,6 +23,9 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/leasehold/leasehold/internal/harness/dbtest"
+	"github.com/leasehold/leasehold/internal/harness/missing"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -111,6 +114,21 @@ var runs = []struct {
 	}, termsRise},
 }
 
+// needs are what an example needs besides the redis-server it starts: its
+// runs skip without it, saying what to install, or fail under
+// LEASEHOLD_REQUIRE_SERVERS=1, as CI runs (internal/harness/missing).
+var needs = map[string]func() error{
+	// A PostgreSQL it starts, found as the example finds it, unless
+	// DATABASE_URL names one.
+	"fencing": func() error {
+		if os.Getenv("DATABASE_URL") != "" {
+			return nil
+		}
+		_, err := dbtest.FindPostgres()
+		return err
+	},
+}
+
 // termsRise checks the leader example's terms: the candidates led in 3
 // terms, each above the one before, and the observer printed each of them,
 // in the same order, and no other.
@@ -177,6 +195,12 @@ func TestExamples(t *testing.T) {
 
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {
+			if need := needs[r.example]; need != nil {
+				if err := need(); err != nil {
+					missing.SkipOrFail(t, err)
+					t.Fatal(err)
+				}
+			}
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()

@@ -1,6 +1,7 @@
 package dbtest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -8,12 +9,15 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/harness/missing"
 )
 
 // Server is one database server process, owned by a test (Start...) or a
@@ -33,33 +37,60 @@ type Server struct {
 	once sync.Once
 }
 
-// PostgresBin is where PostgreSQL's initdb and postgres are:
-// $LEASEHOLD_POSTGRES_BIN, or Debian's /usr/lib/postgresql/15/bin.
-func PostgresBin() string {
+// FindPostgres returns the directory of PostgreSQL's initdb and postgres,
+// as examples/fencing looks for them: $LEASEHOLD_POSTGRES_BIN, Debian's
+// newest /usr/lib/postgresql/N/bin, or that of postgres on PATH. A
+// PostgreSQL not found is a *missing.Server.
+func FindPostgres() (string, error) {
+	var dirs []string
 	if d := os.Getenv("LEASEHOLD_POSTGRES_BIN"); d != "" {
-		return d
+		dirs = []string{d}
+	} else {
+		dirs, _ = filepath.Glob("/usr/lib/postgresql/*/bin")
+		slices.SortFunc(dirs, func(a, b string) int { return cmp.Compare(pgVersion(b), pgVersion(a)) })
+		if p, err := exec.LookPath("postgres"); err == nil {
+			dirs = append(dirs, filepath.Dir(p))
+		}
 	}
-	return "/usr/lib/postgresql/15/bin"
+	err := errors.New("not in /usr/lib/postgresql/*/bin nor on PATH")
+	for _, d := range dirs {
+		if _, err = os.Stat(filepath.Join(d, "postgres")); err == nil {
+			return d, nil
+		}
+	}
+	return "", &missing.Server{Name: "PostgreSQL", Err: err,
+		Install: "bash .ci/databases, or apt-get install -y postgresql-15; or set LEASEHOLD_POSTGRES_BIN to the directory of initdb and postgres"}
 }
 
-// StartPostgres runs a PostgreSQL server for tb, stopped when it ends; it
-// fails tb if the server does not start.
+// pgVersion is N of /usr/lib/postgresql/N/bin.
+func pgVersion(dir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
+	return n
+}
+
+// StartPostgres runs a PostgreSQL server for tb, stopped when it ends. It
+// skips tb when PostgreSQL is not installed (fails it under
+// LEASEHOLD_REQUIRE_SERVERS=1; see package missing), and fails tb if the
+// server does not start.
 func StartPostgres(tb testing.TB) *Server {
 	tb.Helper()
 	s, err := LaunchPostgres()
-	if err != nil {
-		tb.Fatalf("dbtest: %v", err)
-	}
-	tb.Cleanup(s.Stop)
-	return s
+	return started(tb, s, err)
 }
 
-// StartMariaDB runs a MariaDB server for tb, stopped when it ends; it fails
-// tb if the server does not start.
+// StartMariaDB runs a MariaDB server for tb, as StartPostgres does.
 func StartMariaDB(tb testing.TB) *Server {
 	tb.Helper()
 	s, err := LaunchMariaDB()
+	return started(tb, s, err)
+}
+
+// started takes a Launch's results for tb: the server, stopped when tb
+// ends, or tb skipped or failed.
+func started(tb testing.TB, s *Server, err error) *Server {
+	tb.Helper()
 	if err != nil {
+		missing.SkipOrFail(tb, err)
 		tb.Fatalf("dbtest: %v", err)
 	}
 	tb.Cleanup(s.Stop)
@@ -67,11 +98,12 @@ func StartMariaDB(tb testing.TB) *Server {
 }
 
 // LaunchPostgres runs a PostgreSQL server (trust authentication, user
-// postgres, no fsync) for a program: the caller must Stop it.
+// postgres, no fsync) for a program: the caller must Stop it. Its error is a
+// *missing.Server when PostgreSQL is not installed.
 func LaunchPostgres() (*Server, error) {
-	bin := PostgresBin()
-	if _, err := os.Stat(filepath.Join(bin, "postgres")); err != nil {
-		return nil, fmt.Errorf("no PostgreSQL in %s (apt-get install -y postgresql-15, or set LEASEHOLD_POSTGRES_BIN): %w", bin, err)
+	bin, err := FindPostgres()
+	if err != nil {
+		return nil, err
 	}
 	s, cred, err := prepare("postgres", "leasehold-pg-")
 	if err != nil {
@@ -94,12 +126,14 @@ func LaunchPostgres() (*Server, error) {
 }
 
 // LaunchMariaDB runs a MariaDB server (no grant tables: any user, no
-// password; database test) for a program: the caller must Stop it.
+// password; database test) for a program: the caller must Stop it. Its
+// error is a *missing.Server when MariaDB is not installed.
 func LaunchMariaDB() (*Server, error) {
 	mariadbd, err := exec.LookPath("mariadbd")
 	if err != nil {
 		if mariadbd, err = exec.LookPath("/usr/sbin/mariadbd"); err != nil {
-			return nil, fmt.Errorf("no mariadbd (apt-get install -y mariadb-server): %w", err)
+			return nil, &missing.Server{Name: "mariadbd", Install: "bash .ci/databases, or apt-get install -y mariadb-server",
+				Err: errors.New("not on PATH nor in /usr/sbin")}
 		}
 	}
 	s, cred, err := prepare("mysql", "leasehold-mariadb-")
