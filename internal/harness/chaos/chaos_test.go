@@ -82,6 +82,13 @@ type figures struct {
 	faults                               map[string]int
 	margins                              map[string][]time.Duration
 	lives                                map[Rule]*Liveness // summed over the run
+	// Of partition groups (CheckOwned): their partitions, the takeovers
+	// after faults that struck members, the times from a heal to every
+	// partition run again, the longest a partition was run nowhere
+	// outside the faults.
+	groupParts, groupFns         int
+	takeovers, runAgain, stalled []time.Duration
+	longestGap                   time.Duration
 }
 
 func (f *figures) fault(kind string, n int) {
@@ -127,6 +134,26 @@ func (f *figures) live(l *Liveness) {
 		f.lives[l.Rule] = t
 	}
 	t.Add(l)
+}
+
+// owned adds a partition group's ownership to the figures.
+func (f *figures) owned(o *Ownership) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.groupParts += o.Parts
+	f.groupFns += o.Runs
+	for _, t := range o.Takeovers {
+		// Never (-1): a violation, counted as one.
+		if t.Victims > 0 && t.Taken >= 0 {
+			f.takeovers = append(f.takeovers, t.Taken)
+		}
+		if t.Again >= 0 {
+			f.runAgain = append(f.runAgain, t.Again)
+		}
+		f.stalled = append(f.stalled, t.Stalled)
+	}
+	f.longestGap = max(f.longestGap, o.LongestGap)
+	f.violations += len(o.Violations)
 }
 
 func (f *figures) splitBrain(d time.Duration) {
@@ -178,6 +205,11 @@ func (f *figures) print(w io.Writer, code int) {
 			fmt.Fprintf(w, "  %v\n", l)
 		}
 	}
+	if f.groupParts > 0 {
+		fmt.Fprintf(w, "  partition groups: %d partitions, %d fns; a struck member's partitions run by the others after: %s\n", f.groupParts, f.groupFns, spread(f.takeovers))
+		fmt.Fprintf(w, "    every partition run again after a heal: %s; the longest one was run nowhere in a fault: %s; outside the faults: %v\n",
+			spread(f.runAgain), spread(f.stalled), f.longestGap.Round(time.Millisecond))
+	}
 	if f.observers > 0 {
 		fmt.Fprintf(w, "  election observers: %d, reports received: %d, terms reported with a leader: %d\n", f.observers, f.reports, f.terms)
 	}
@@ -214,6 +246,17 @@ func (f *figures) print(w io.Writer, code int) {
 		leak = "see goleak above, if any"
 	}
 	fmt.Fprintf(w, "  goroutines leaked: %d in %d worker processes, %s\n", f.leaked, f.workers, leak)
+}
+
+// spread is the least, the median and the most of ds, and how many.
+func spread(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	r := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	return fmt.Sprintf("n=%d min %v median %v max %v", len(ds), r(ds[0]), r(ds[len(ds)/2]), r(ds[len(ds)-1]))
 }
 
 // rig runs worker processes against a lock and a fenced resource, injects
@@ -268,6 +311,12 @@ type injected struct {
 // the settle time after it, are exempt from the liveness check.
 func (r *rig) fault(kind string, n int) injected {
 	totals.fault(kind, n)
+	return r.note(kind)
+}
+
+// note records a fault injected now in the test's schedule only: one of a
+// checker's own tests, not counted in the figures.
+func (r *rig) note(kind string) injected {
 	s := r.faults
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -585,7 +634,9 @@ func (r *rig) scan(f func(Record)) {
 			r.t.Fatal(err)
 		}
 		sc := bufio.NewScanner(file)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		// A partition group's fn is one section, with every access it
+		// made: a long one is a long line.
+		sc.Buffer(make([]byte, 1<<20), 1<<28)
 		for sc.Scan() {
 			var rec Record
 			if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {

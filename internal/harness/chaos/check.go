@@ -167,11 +167,17 @@ func (c *checker) order() {
 	}
 }
 
-// logKey names a logged write: its token, section and phase.
+// logKey names a logged write: its token, section, phase and the time it
+// was issued, which tells apart the many accesses of a partition group's
+// section.
 type logKey struct {
 	token     uint64
 	id, phase string
+	issued    Mono
 }
+
+// keyOf is the key of e.
+func keyOf(e Accepted) logKey { return logKey{e.Token, e.Holder, e.Phase, e.Issued} }
 
 // agree checks that the records and the log agree: each accepted write is
 // logged once, and each logged write was recorded, unless its process was
@@ -179,11 +185,11 @@ type logKey struct {
 func (c *checker) agree() {
 	logged := make(map[logKey]int)
 	for _, e := range c.in.Log {
-		logged[logKey{e.Token, e.Holder, e.Phase}]++
+		logged[keyOf(e)]++
 	}
 	for _, s := range c.secs {
 		for _, w := range s.Writes {
-			k := logKey{s.Token, s.ID, w.Phase}
+			k := logKey{s.Token, s.ID, w.Phase, w.Issued}
 			switch {
 			case w.Accepted && logged[k] != 1:
 				c.r.Mismatch = append(c.r.Mismatch, fmt.Sprintf("%s token %d: accepted %s write logged %d times", s.ID, s.Token, w.Phase, logged[k]))
@@ -196,7 +202,7 @@ func (c *checker) agree() {
 	for k := range logged {
 		// A write whose reply was lost (an error) may have been taken;
 		// a killed process's last section left no record.
-		if !c.in.Killed[process(k.id)] && !erred(c.secs, k.token, k.id, k.phase) {
+		if !c.in.Killed[process(k.id)] && !erred(c.secs, k) {
 			c.r.Mismatch = append(c.r.Mismatch, fmt.Sprintf("%s token %d: logged %s write has no record", k.id, k.token, k.phase))
 		}
 	}
@@ -216,15 +222,15 @@ func (c *checker) waits() {
 	}
 }
 
-// erred reports whether the write of section id under token in phase got an
-// error rather than an answer.
-func erred(secs []Section, token uint64, id, phase string) bool {
+// erred reports whether the write k names got an error rather than an
+// answer.
+func erred(secs []Section, k logKey) bool {
 	for _, s := range secs {
-		if s.Token != token || s.ID != id {
+		if s.Token != k.token || s.ID != k.id {
 			continue
 		}
 		for _, w := range s.Writes {
-			if w.Phase == phase && w.Err != "" {
+			if w.Phase == k.phase && w.Issued == k.issued && w.Err != "" {
 				return true
 			}
 		}

@@ -16,8 +16,9 @@ func wr(phase string, at int, accepted bool) Write {
 	return Write{Phase: phase, Issued: ms(at), Done: ms(at), Accepted: accepted}
 }
 
-func logged(token uint64, holder, phase string) Accepted {
-	return Accepted{Token: token, Holder: holder, Phase: phase}
+// logged is a log entry of the access holder issued at (ms).
+func logged(token uint64, holder, phase string, at int) Accepted {
+	return Accepted{Token: token, Holder: holder, Phase: phase, Issued: ms(at)}
 }
 
 // The checker finds each kind of violation in records made up to show it,
@@ -34,57 +35,66 @@ func TestCheck(t *testing.T) {
 				sec("p/g0", 1, 0, 10, wr("enter", 1, true), wr("exit", 9, true)),
 				sec("q/g0", 2, 11, 20, wr("enter", 12, true), wr("exit", 19, true)),
 			},
-			Log: []Accepted{logged(1, "p/g0", "enter"), logged(1, "p/g0", "exit"), logged(2, "q/g0", "enter"), logged(2, "q/g0", "exit")},
+			Log: []Accepted{logged(1, "p/g0", "enter", 1), logged(1, "p/g0", "exit", 9), logged(2, "q/g0", "enter", 12), logged(2, "q/g0", "exit", 19)},
 		}, func(r *Report) bool { return r.Overlaps == 0 && len(r.Violations()) == 0 }},
 		{"overlap the fence did not stop", Input{
 			Sections: []Section{
 				sec("p/g0", 1, 0, 10, wr("enter", 1, true), wr("exit", 9, true)),
 				sec("q/g0", 2, 5, 20, wr("enter", 12, true), wr("exit", 19, true)),
 			},
-			Log: []Accepted{logged(1, "p/g0", "enter"), logged(1, "p/g0", "exit"), logged(2, "q/g0", "enter"), logged(2, "q/g0", "exit")},
+			Log: []Accepted{logged(1, "p/g0", "enter", 1), logged(1, "p/g0", "exit", 9), logged(2, "q/g0", "enter", 12), logged(2, "q/g0", "exit", 19)},
 		}, func(r *Report) bool { return r.Overlaps == 1 && len(r.Unguarded) == 1 }},
 		{"overlap where a refusal came before it", Input{
 			Sections: []Section{
 				sec("p/g0", 1, 0, 10, wr("enter", 1, false), wr("exit", 9, true)),
 				sec("q/g0", 2, 5, 20, wr("enter", 12, true), wr("exit", 19, true)),
 			},
-			Log: []Accepted{logged(1, "p/g0", "exit"), logged(2, "q/g0", "enter"), logged(2, "q/g0", "exit")},
+			Log: []Accepted{logged(1, "p/g0", "exit", 9), logged(2, "q/g0", "enter", 12), logged(2, "q/g0", "exit", 19)},
 		}, func(r *Report) bool { return r.Overlaps == 1 && len(r.Unguarded) == 1 }},
 		{"overlap the fence stopped", Input{
 			Sections: []Section{
 				sec("p/g0", 1, 0, 10, wr("enter", 1, true), wr("exit", 9, false)),
 				sec("q/g0", 2, 5, 20, wr("enter", 6, true), wr("exit", 19, true)),
 			},
-			Log: []Accepted{logged(1, "p/g0", "enter"), logged(2, "q/g0", "enter"), logged(2, "q/g0", "exit")},
+			Log: []Accepted{logged(1, "p/g0", "enter", 1), logged(2, "q/g0", "enter", 6), logged(2, "q/g0", "exit", 19)},
 		}, func(r *Report) bool { return r.Overlaps == 1 && r.Guarded == 1 && len(r.Violations()) == 0 }},
 		{"a section ends when its lease is lost", Input{
 			Sections: []Section{
 				{Holder: "p/g0", ID: "p/g0", Token: 1, Enter: ms(0), Exit: ms(10), Lost: ms(4), Writes: []Write{wr("enter", 1, true)}},
 				sec("q/g0", 2, 5, 20, wr("enter", 6, true)),
 			},
-			Log: []Accepted{logged(1, "p/g0", "enter"), logged(2, "q/g0", "enter")},
+			Log: []Accepted{logged(1, "p/g0", "enter", 1), logged(2, "q/g0", "enter", 6)},
 		}, func(r *Report) bool { return r.Overlaps == 0 && r.Lost == 1 && len(r.Violations()) == 0 }},
 		{"write after the loss accepted", Input{
 			Sections: []Section{
 				{Holder: "p/g0", ID: "p/g0", Token: 1, Enter: ms(0), Exit: ms(10), Lost: ms(4), Writes: []Write{wr("enter", 1, true), wr("exit", 8, true)}},
 			},
-			Log: []Accepted{logged(1, "p/g0", "enter"), logged(1, "p/g0", "exit")},
+			Log: []Accepted{logged(1, "p/g0", "enter", 1), logged(1, "p/g0", "exit", 8)},
 		}, func(r *Report) bool { return len(r.AfterLoss) == 1 }},
 		{"tokens out of order", Input{
-			Log: []Accepted{logged(2, "q/g0", "enter"), logged(1, "p/g0", "enter")},
+			Log: []Accepted{logged(2, "q/g0", "enter", 0), logged(1, "p/g0", "enter", 0)},
 		}, func(r *Report) bool { return len(r.Order) == 1 }},
 		{"one token, two holders", Input{
-			Log: []Accepted{logged(3, "q/g0", "enter"), logged(3, "p/g0", "enter")},
+			Log: []Accepted{logged(3, "q/g0", "enter", 0), logged(3, "p/g0", "enter", 0)},
 		}, func(r *Report) bool { return len(r.Order) == 1 }},
 		{"late waiter", Input{
 			Waits:     []Wait{{Holder: "p/g0", Start: 0, Deadline: ms(100), Returned: ms(900), Err: "context deadline exceeded"}},
 			WaitSlack: 500 * time.Millisecond,
 		}, func(r *Report) bool { return len(r.Late) == 1 && r.WaitTimeouts == 1 }},
+		{"a group's section: many accesses of each phase, each logged once", Input{
+			Sections: []Section{sec("w/p3#1", 7, 0, 50, wr("enter", 1, true), wr("exit", 9, true), wr("enter", 12, true), wr("exit", 19, true))},
+			Log: []Accepted{logged(7, "w/p3#1", "enter", 1), logged(7, "w/p3#1", "exit", 9),
+				logged(7, "w/p3#1", "enter", 12), logged(7, "w/p3#1", "exit", 19)},
+		}, func(r *Report) bool { return len(r.Violations()) == 0 && r.Writes == 4 }},
+		{"a group's section: one access of many not logged", Input{
+			Sections: []Section{sec("w/p3#1", 7, 0, 50, wr("enter", 1, true), wr("exit", 9, true), wr("enter", 12, true))},
+			Log:      []Accepted{logged(7, "w/p3#1", "enter", 1), logged(7, "w/p3#1", "exit", 9)},
+		}, func(r *Report) bool { return len(r.Mismatch) == 1 }},
 		{"records and log disagree", Input{
 			Sections: []Section{sec("p/g0", 1, 0, 10, wr("enter", 1, true))},
 		}, func(r *Report) bool { return len(r.Mismatch) == 1 }},
 		{"a killed process's last write needs no record", Input{
-			Log:    []Accepted{logged(1, "p/g0", "enter")},
+			Log:    []Accepted{logged(1, "p/g0", "enter", 0)},
 			Killed: map[string]bool{"p": true},
 		}, func(r *Report) bool { return len(r.Violations()) == 0 }},
 	}

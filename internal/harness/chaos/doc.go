@@ -10,7 +10,13 @@
 // CheckLinear has porcupine check that the resource's history is
 // linearizable, and CheckLive that every wait outside the faults' windows
 // ended within its bound (rlock's turns, fairqueue's order; WaitBound).
-// Elections' observers are checked by CheckObserved.
+// Elections' observers are checked by CheckObserved. A partition group's
+// members are workers too (KindPartition), a member each: every fn is a
+// section of its partition, which reads and writes the partition's own
+// fenced resource under the partition's lease until its ctx ends, each
+// partition checked as a lock is; CheckOwned checks from the records that
+// every partition runs again within a lease and a bound after each fault,
+// and is never run nowhere for longer than a handover outside them.
 // TestFencedResource writes through package fence to a Redis key and to a
 // PostgreSQL table (internal/harness/dbtest starts it) while holders are
 // stopped past their leases and killed: no stale write lands, and without
@@ -19,7 +25,7 @@
 // It is a module of its own, so that users never download porcupine. From
 // this directory, as root (partitions make network namespaces):
 //
-//	go test -race -count=1 .                        # short form (~2.5min), as CI runs it
+//	go test -race -count=1 .                        # short form (~4min), as CI runs it
 //	go test -race -count=1 -timeout 60m -v . -long  # long form; or LEASEHOLD_CHAOS_LONG=1
 //
 // With -v the run ends with its figures. The package is test plumbing:

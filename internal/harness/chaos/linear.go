@@ -83,19 +83,15 @@ const never = math.MaxInt64
 // with no return. An access that got no reply and is not in the log did
 // nothing: it is left out.
 func History(secs []Section, log []Accepted) []porcupine.Operation {
-	type key struct {
-		token     uint64
-		id, phase string
-	}
-	logged := make(map[key]Accepted, len(log))
+	logged := make(map[logKey]Accepted, len(log))
 	for _, e := range log {
-		logged[key{e.Token, e.Holder, e.Phase}] = e
+		logged[keyOf(e)] = e
 	}
 	var ops []porcupine.Operation
 	client := 0
 	for _, s := range secs {
 		for _, w := range s.Writes {
-			k := key{s.Token, s.ID, w.Phase}
+			k := logKey{s.Token, s.ID, w.Phase, w.Issued}
 			e, taken := logged[k]
 			delete(logged, k)
 			in := access{token: s.Token, phase: w.Phase, value: e.Value}

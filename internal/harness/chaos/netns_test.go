@@ -130,15 +130,7 @@ func run(args ...string) ([]byte, error) {
 // can make namespaces and partition them.
 func canNetns(t *testing.T) {
 	t.Helper()
-	why := ""
-	switch {
-	case os.Geteuid() != 0:
-		why = "network namespaces need root"
-	case !found("ip"):
-		why = "no ip (apt-get install iproute2)"
-	case !found("nft"):
-		why = "no nft (apt-get install nftables)"
-	}
+	why := noNetns()
 	if why == "" {
 		return
 	}
@@ -146,6 +138,32 @@ func canNetns(t *testing.T) {
 		t.Fatal(why)
 	}
 	t.Skipf("%s; %s=1 makes this a failure", why, netnsEnv)
+}
+
+// maybeNetns is newNetns for a test that has other faults to inject: where
+// namespaces cannot be made, it logs why and returns nil (with
+// LEASEHOLD_CHAOS_NETNS=1, it fails the test).
+func maybeNetns(t *testing.T) *netns {
+	t.Helper()
+	if why := noNetns(); why != "" && os.Getenv(netnsEnv) != "1" {
+		t.Logf("no network partition: %s; %s=1 makes this a failure", why, netnsEnv)
+		return nil
+	}
+	return newNetns(t)
+}
+
+// noNetns says why network namespaces cannot be made and partitioned here,
+// or "".
+func noNetns() string {
+	switch {
+	case os.Geteuid() != 0:
+		return "network namespaces need root"
+	case !found("ip"):
+		return "no ip (apt-get install iproute2)"
+	case !found("nft"):
+		return "no nft (apt-get install nftables)"
+	}
+	return ""
 }
 
 func found(name string) bool {

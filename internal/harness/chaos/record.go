@@ -2,13 +2,20 @@ package chaos
 
 // Record is one line of a worker's output file: exactly one field is set.
 type Record struct {
-	Section  *Section  `json:"section,omitempty"`
+	Section *Section `json:"section,omitempty"`
+	// Entered is a partition group's section as its fn started, with no
+	// writes yet: its Section record follows when fn returns, unless the
+	// process is killed first, and the checker must know what a killed
+	// member ran.
+	Entered  *Section  `json:"entered,omitempty"`
 	Wait     *Wait     `json:"wait,omitempty"`
 	Observed *Observed `json:"observed,omitempty"`
 	Summary  *Summary  `json:"summary,omitempty"`
 }
 
-// Section is one acquisition and the critical section it guarded.
+// Section is one acquisition and the critical section it guarded. A
+// partition group's section is one fn of one partition, under the
+// partition's lease: it accesses the resource again and again.
 type Section struct {
 	// Holder names the worker goroutine: PROCESS/gN.
 	Holder string `json:"holder"`
@@ -16,6 +23,10 @@ type Section struct {
 	// it. Tokens alone do not tell sections apart once a server restarted
 	// empty hands the same token out again.
 	ID string `json:"id"`
+	// Partition is, for a partition group's section (KindPartition), the
+	// partition whose fn it is: each partition has a fenced resource of
+	// its own, on its lock's name (NAME:P).
+	Partition int `json:"partition,omitempty"`
 	// Owner is the lease's owner field in Redis.
 	Owner string `json:"owner"`
 	Token uint64 `json:"token"`

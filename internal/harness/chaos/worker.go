@@ -47,6 +47,12 @@ const (
 	// with its holder name as the value, and its term is its fencing token,
 	// so the checker's rules say that two leaders never act in one term.
 	KindElection = "election"
+	// KindPartition is a member of the partition group Name of Partitions
+	// partitions (partition.New), one per process: each fn it runs is a
+	// section of its partition, which reads and writes the partition's
+	// own fenced resource (on its lock's name, NAME:P) under the
+	// partition's lease, again and again until its ctx ends.
+	KindPartition = "partition"
 	// KindNone is no lock at all: Acquire returns at once with a fresh
 	// token; KindNoneUnfenced the same with token 1 every time (no fencing).
 	// Only the checker's own tests use them, to show that it catches what a
@@ -68,6 +74,14 @@ type WorkerConfig struct {
 	// out of reach of the faults of the network, as the resource must be.
 	Resource   string `json:"resource"`
 	Goroutines int    `json:"goroutines"`
+	// Partitions is, for KindPartition, the group's number of partitions.
+	Partitions int `json:"partitions,omitempty"`
+	// Static, for KindPartition, runs the fns of these partitions with no
+	// group and under no lock, each with a fresh token (as KindNone's), as
+	// a static split of the partitions among processes would: only the
+	// checker's own tests use it, to show that it catches what such a
+	// split does.
+	Static []int `json:"static,omitempty"`
 	// Observers, for KindElection, is how many goroutines of the process
 	// Observe the election (each on its own channel), recording every
 	// report, until the worker stops.
@@ -76,6 +90,8 @@ type WorkerConfig struct {
 	Watchdog time.Duration `json:"watchdog"`
 	// Hold is the longest a goroutine stays in its critical section (a
 	// random time in [Hold/2, Hold]); Think the pause after each section.
+	// A partition's fn holds between its read and its write, and thinks
+	// after the write.
 	Hold  time.Duration `json:"hold"`
 	Think time.Duration `json:"think"`
 	// Wait is the ctx deadline of each Acquire.
@@ -87,6 +103,8 @@ type WorkerConfig struct {
 	NodeTimeout time.Duration `json:"node_timeout"`
 	// LateWrite makes the exit write go out even after the lease was lost:
 	// a holder caught between its check and its write (the fence's case).
+	// A partition's fn makes its next access, whichever it is, without
+	// looking at its ctx.
 	LateWrite bool `json:"late_write"`
 	// Out is the file the records are appended to, one JSON line each.
 	Out string `json:"out"`
@@ -109,6 +127,9 @@ type WorkerConfig struct {
 func RunWorker(cfg WorkerConfig) error {
 	if cfg.Observers > 0 && cfg.Kind != KindElection {
 		return fmt.Errorf("observers of a %s: only an election has them", cfg.Kind)
+	}
+	if (cfg.Kind == KindPartition) != (cfg.Partitions > 0) {
+		return fmt.Errorf("%d partitions of a %s: a partition group, and only it, has them", cfg.Partitions, cfg.Kind)
 	}
 	// Whatever runs now is not ours to stop; whatever we start must end.
 	before := goleak.IgnoreCurrent()
@@ -141,7 +162,13 @@ func RunWorker(cfg WorkerConfig) error {
 		return err
 	}
 
-	early := w.run(ctx, cs, res)
+	var early int32
+	var runErr error
+	if cfg.Kind == KindPartition {
+		runErr = w.member(ctx, cs[0], res)
+	} else {
+		early = w.run(ctx, cs, res)
+	}
 	for _, c := range cs {
 		c.Close()
 	}
@@ -150,7 +177,7 @@ func RunWorker(cfg WorkerConfig) error {
 	if early > 0 {
 		return fmt.Errorf("%d Observe channels closed before the worker stopped", early)
 	}
-	return nil
+	return runErr
 }
 
 // worker is a worker process: its config, its output file, and the channel
