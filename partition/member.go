@@ -129,6 +129,10 @@ func (m *member) join() {
 		m.ls = ls
 		m.check()
 	case m.ctx.Err() != nil:
+	case errors.Is(err, lease.ErrNotReplicated):
+		// A replica away, or not back yet after a failover: a pause,
+		// waited out as Redis not answering is.
+		m.later()
 	case errors.Is(err, lease.ErrNotAcquired):
 		m.fail(core.Errorf(opRun, m.g.name, "%w: the group's members have a number of partitions other than %d "+
 			"(every member of a group must give the same n)", lease.ErrInvalid, m.g.n))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -185,8 +184,8 @@ var clusterFaults = []struct {
 // Beside them, 3 processes run a partition group of 12 partitions whose
 // own keys (its members and assignment) lie on the primary that fails
 // over, and whose partitions' locks, NAME:P, lie in 12 slots on every
-// primary (under WithReplicas(1) only with LEASEHOLD_CHAOS_PINNED=1, until
-// the bug TestGroupJoinNotReplicated pins is fixed). Each partition is
+// primary (under WithReplicas(1) too: see TestGroupJoinNotReplicated).
+// Each partition is
 // checked as the locks are (Check and porcupine, on a fenced resource of
 // its own), and the group as TestGroupFaults checks it (CheckOwned): every
 // partition runs again within the members' lease and takeoverSlack of the
@@ -217,13 +216,9 @@ func TestClusterFailoverFaults(t *testing.T) {
 			// their start.
 			var g *groupRig
 			var members []*proc
-			if replicas == 0 || os.Getenv(pinnedEnv) == "1" {
-				g = groupOn(t, cl, owner, seed, replicas)
-				members = g.spawnN("m", 3, nil)
-				g.balanced(60*time.Second, members...)
-			} else {
-				t.Logf("no partition group under WithReplicas(%d) until the bug TestGroupJoinNotReplicated pins is fixed (%s=1 runs it)", replicas, pinnedEnv)
-			}
+			g = groupOn(t, cl, owner, seed, replicas)
+			members = g.spawnN("m", 3, nil)
+			g.balanced(60*time.Second, members...)
 			kinds := []string{KindRLock, KindFair}
 			rigs := workersOn(t, pick(2, 4), func(i int) WorkerConfig {
 				base := defaults(kinds[i%len(kinds)], fmt.Sprintf("cluster-%d%s", i, tag), seed.Addr())

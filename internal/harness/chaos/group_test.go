@@ -669,22 +669,17 @@ func TestGroupCheckCatchesNoGroup(t *testing.T) {
 	}
 }
 
-// Pins a bug: a member whose Client has WithReplicas(n) ends its Run for
-// good, with a *lease.Error wrapping lease.ErrInvalid ("the group's members
-// have a number of partitions other than N"), when its join is not
-// acknowledged by enough replicas in time: a replica away, or not yet back
-// after a failover. The join's error wraps lease.ErrNotAcquired with
-// lease.ErrNotReplicated, and partition's join reads any ErrNotAcquired as
-// the refusal of a member with another n (partition/member.go, join).
-// A replica away is a pause, to be waited out as Redis not answering is:
-// Run should join once the replica is back. Seen in
-// TestClusterFailoverFaults' long form (WithReplicas(1)): a member joining
-// again after kill -9 of the primary, before the old primary was back as
-// a replica, exited with that error.
+// A member whose Client has WithReplicas(n) waits out a join its replicas
+// do not acknowledge in time (a replica away, or not yet back after a
+// failover), as it waits out Redis not answering, and joins once the
+// replica is back. It ended its Run for good, with a *lease.Error wrapping
+// lease.ErrInvalid ("the group's members have a number of partitions other
+// than N"): the join's error wraps lease.ErrNotAcquired with
+// lease.ErrNotReplicated, and join read any ErrNotAcquired as the refusal
+// of a member with another n. Seen in TestClusterFailoverFaults' long form
+// (WithReplicas(1)): a member joining again after kill -9 of the primary,
+// before the old primary was back as a replica, exited with that error.
 func TestGroupJoinNotReplicated(t *testing.T) {
-	if os.Getenv(pinnedEnv) != "1" {
-		t.Skipf("pins a known bug (a join that replicas do not acknowledge ends Run with ErrInvalid); %s=1 runs it", pinnedEnv)
-	}
 	primary, _, link := replicated(t)
 	link.Refuse(true)
 	link.Cut()
