@@ -217,8 +217,17 @@ func (s *Server) start() error {
 	go func() { _ = cmd.Wait(); close(exit) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if err := ping(s.Addr()); err == nil {
+		pid, err := serverPID(s.Addr())
+		if err == nil && pid == cmd.Process.Pid {
 			break
+		}
+		if err == nil {
+			// Another test's server took the port between FreePort and
+			// this start (ours then exits, unable to bind): answering
+			// PING, it would pass for ours until its test ends.
+			_ = cmd.Process.Kill()
+			<-exit
+			return fmt.Errorf("port %d is another server's (pid %d)", s.port, pid)
 		}
 		select {
 		case <-exit:
@@ -238,24 +247,35 @@ func (s *Server) start() error {
 	return nil
 }
 
-func ping(addr string) error {
+// serverPID asks the server at addr for its process id (INFO server), so
+// that a start knows the server that answers is the one it ran.
+func serverPID(addr string) (int, error) {
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(time.Second))
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
-		return err
+	if _, err := conn.Write([]byte("INFO server\r\n")); err != nil {
+		return 0, err
 	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
+	r := bufio.NewReader(conn)
+	head, err := r.ReadString('\n')
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if !strings.HasPrefix(line, "+PONG") {
-		return fmt.Errorf("PING answered %q", line)
+	if !strings.HasPrefix(head, "$") {
+		return 0, fmt.Errorf("INFO answered %q", strings.TrimSpace(head))
 	}
-	return nil
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return 0, fmt.Errorf("INFO server: no process_id: %w", err)
+		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
 }
 
 // Addr is the server's host:port: its Config's Host, or 127.0.0.1.
