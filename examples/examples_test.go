@@ -59,7 +59,7 @@ var runs = []struct {
 		`^handed out \d+ of 50; stock left -?\d+, lowest -?\d+$`,
 	}, nil},
 	{"workers", "workers", []string{"-v"}, []string{
-		`^operator: force-released the lock of tenant-5$`,
+		`^operator: force-releasing the lock of tenant-5$`,
 		`^worker \d: lost tenant-5 .*(gone from Redis|renewal found the lock no longer held by this owner).*: stopped; job queued again$`,
 		`^lease events \(expvar leasehold\): \{.*"lost": 1,.*\}$`,
 		`^ok: all 10 tenants synced exactly once`,

@@ -271,11 +271,11 @@ func operator(ctx context.Context, addr, victim string) error {
 		}
 	}
 	time.Sleep(*step)
-	if _, err := lock.ForceRelease(ctx); err != nil {
-		return err
-	}
-	fmt.Printf("operator: force-released the lock of %s\n", victim)
-	return nil
+	// Said before: the worker hears of the loss (an invalidation on its
+	// own connection) as soon as ForceRelease's reply reaches this one.
+	fmt.Printf("operator: force-releasing the lock of %s\n", victim)
+	_, err = lock.ForceRelease(ctx)
+	return err
 }
 
 // serveVars serves expvar's /debug/vars on addr until interrupted.
