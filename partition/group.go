@@ -3,7 +3,6 @@ package partition
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,9 +123,8 @@ func (g *Group) own(p int, on bool) {
 	}
 }
 
-// partName is partition p's lock name, NAME:P: in Redis Cluster each
-// partition's keys hash to a slot of their own.
-func (g *Group) partName(p int) string { return g.name + ":" + strconv.Itoa(p) }
+// partName is partition p's lock name (lua.PartitionName).
+func (g *Group) partName(p int) string { return lua.PartitionName(g.name, p) }
 
 // Run makes this Client a member of the group and runs fn(ctx, part), each
 // in a goroutine of its own, for every partition assigned to it, under the

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/lua"
@@ -48,7 +47,7 @@ func (e env) readGroup(ctx context.Context, name string) (*group, error) {
 	g := &group{name: name, GroupState: st, members: &lock{prefix: e.prefix}}
 	names := make([]string, st.N)
 	for p := range names {
-		names[p] = e.prefix + name + ":" + strconv.Itoa(p)
+		names[p] = lua.PartitionName(e.prefix+name, p)
 	}
 	states, err := lua.InspectAll(ctx, e.rc, names)
 	if err != nil {

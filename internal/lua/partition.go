@@ -69,6 +69,11 @@ func NewGroup(name string, n, capacity int, cfg Config) *Group {
 	}
 }
 
+// PartitionName is the lock name of partition p of the group name, NAME:P:
+// a reentrant lock (Lock) whose keys, in Redis Cluster, hash to a slot of
+// their own.
+func PartitionName(name string, p int) string { return name + ":" + strconv.Itoa(p) }
+
 // Members is the key of the group's members, {NAME}:members.
 func (g *Group) Members() string { return g.keys[0] }
 
