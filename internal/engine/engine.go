@@ -365,7 +365,7 @@ func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool, want 
 	}
 	if e.cfg.Replicas > 0 {
 		if err := e.replicate(ctx, op, owner); err != nil {
-			e.releaseNow(owner)
+			e.releaseBefore(ctx, owner)
 			return nil, g, err
 		}
 	}
@@ -383,7 +383,7 @@ func (e *Engine) attempt(ctx context.Context, op, owner string, wait bool, want 
 		Pass: e.pass,
 	})
 	if err := e.client.Keeper().Track(h, sent); err != nil {
-		e.releaseNow(owner)
+		e.releaseBefore(ctx, owner)
 		return nil, g, err
 	}
 	ls, err := h.NewLease(ctx, g.Token)
@@ -418,12 +418,12 @@ func (e *Engine) adopt(ctx context.Context, op, owner string, g handoff.Pass) (*
 		Pass: e.pass,
 	})
 	if err := e.client.Keeper().Track(h, g.Sent); err != nil {
-		e.releaseNow(owner)
+		e.releaseBefore(ctx, owner)
 		return nil, err
 	}
 	ls, err := h.NewLease(ctx, g.Token)
 	if err != nil {
-		e.releaseNow(owner)
+		e.releaseBefore(ctx, owner)
 		if errors.Is(h.Err(), lease.ErrClosed) {
 			return nil, core.Errorf(op, e.name, "%w", lease.ErrClosed)
 		}
@@ -522,14 +522,30 @@ func (e *Engine) cleanup(owner string) {
 // that Acquire returns by its ctx's deadline while Redis is slow to answer
 // (a failover), and Close waits for it, within its own bound; once Close has
 // begun it runs before returning, bounded by ReleaseTimeout and Close's.
-func (e *Engine) releaseNow(owner string) {
+// The channel it returns is closed once the release has run.
+func (e *Engine) releaseNow(owner string) <-chan struct{} {
+	done := make(chan struct{})
 	undo := func() {
+		defer close(done)
 		ctx, cancel := context.WithTimeout(e.client.Closing(), core.ReleaseTimeout)
 		defer cancel()
 		e.undo(ctx, owner)
 	}
 	if !e.client.Go(undo) {
 		undo()
+	}
+	return done
+}
+
+// releaseBefore is releaseNow for an attempt about to report its failure: it
+// waits for the release while ctx lasts, so that the failure means nothing is
+// held when it is returned, and a Redis slow to answer still does not keep
+// the caller past ctx's deadline (the release then finishes in the
+// background).
+func (e *Engine) releaseBefore(ctx context.Context, owner string) {
+	select {
+	case <-e.releaseNow(owner):
+	case <-ctx.Done():
 	}
 }
 
