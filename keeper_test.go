@@ -67,14 +67,18 @@ func TestKeeperRenewsInOneRoundPerTick(t *testing.T) {
 	rounds, calls := c.Stats().RenewalRounds, evalshaCalls(t, srv)
 	time.Sleep(5 * watchdog) // about 15 ticks of watchdog/3
 	dRounds, dCalls := c.Stats().RenewalRounds-rounds, evalshaCalls(t, srv)-calls
-	// 15 ticks expected; a busy machine may skip or bunch a few.
-	if dRounds < 8 || dRounds > 20 {
+	// 15 ticks expected. A ticker drops the ticks a busy machine misses, so
+	// there are never more; fewer than one round per watchdog period would
+	// let the leases run out, which the loop below checks on its own.
+	if dRounds < 4 || dRounds > 20 {
 		t.Fatalf("%d renewal rounds in 5 watchdog periods, want about 15", dRounds)
 	}
-	// Every round renews all 200; the last round counted may still be in
-	// flight when the server's count is read.
-	if dCalls%200 != 0 || dCalls/200 < int64(dRounds)-1 || dCalls/200 > int64(dRounds) {
-		t.Fatalf("%d renewal scripts in %d rounds of 200 leases", dCalls, dRounds)
+	// Every round renews all 200. A round is counted as it is sent, and the
+	// server's count may be read in the middle of a round's pipeline, at the
+	// first reading as at the last: so the scripts run are those of the
+	// rounds counted, give or take one round.
+	if lo, hi := 200*(int64(dRounds)-1), 200*(int64(dRounds)+1); dCalls < lo || dCalls > hi {
+		t.Fatalf("%d renewal scripts in %d rounds of 200 leases, want %d to %d", dCalls, dRounds, lo, hi)
 	}
 	for _, l := range held {
 		if l.Err() != nil {
