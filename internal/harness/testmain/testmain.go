@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
@@ -52,26 +51,10 @@ func Run(m *testing.M, addrs []*string, opts ...goleak.Option) {
 	// its process.
 	stop()
 	if code == 0 {
-		if err := findLeaks(opts...); err != nil {
+		if err := goleak.Find(opts...); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: Errors on successful test run: %v\n", err)
 			code = 1
 		}
 	}
 	os.Exit(code)
-}
-
-// findLeaks is goleak.Find given longer to see goroutines end. goleak.Find
-// retries for about a second; on a busy machine a closed Client's last
-// goroutines (a connection's reader, a release finishing) can take longer to
-// be scheduled and return. A goroutine that is leaked stays, so a leak still
-// fails, after 10s.
-func findLeaks(opts ...goleak.Option) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := goleak.Find(opts...)
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
 }
