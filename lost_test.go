@@ -242,11 +242,13 @@ func TestLostToEviction(t *testing.T) {
 
 // A hint is not a verdict: the holder's own renewals and re-entries, and
 // other readers' holds, change the key too; none of them may end a lease.
-// A watchdog of 300ms renews every 100ms: 2s is 20 renewals, each an
-// invalidation of the key held.
+// A watchdog of 1s renews every 333ms: 3s is 9 renewals, each an
+// invalidation of the key held. (With 300ms, a race build on a busy machine
+// stalled renewals past the lease: a true loss, not the false one looked
+// for.)
 func TestNoFalseLoss(t *testing.T) {
 	srv := redistest.Start(t)
-	c := open(t, srv, leasehold.WithWatchdog(300*time.Millisecond))
+	c := open(t, srv, leasehold.WithWatchdog(time.Second))
 	ctx := context.Background()
 	r := mustHold(t)(rlock.New(c, "nofalse").Acquire(ctx))
 	again := mustHold(t)(rlock.New(c, "nofalse").Acquire(r.Context())) // a re-entry writes the hash
@@ -262,7 +264,7 @@ func TestNoFalseLoss(t *testing.T) {
 	permit := mustHold(t)(s.Acquire(ctx))
 	others := []*lease.Lease{mustHold(t)(s.Acquire(ctx)), mustHold(t)(s.Weighted(2).Acquire(ctx))}
 	all := slices.Concat([]*lease.Lease{r, again, permit}, reads, others)
-	deadline := time.After(2 * time.Second)
+	deadline := time.After(3 * time.Second)
 	for i := 0; ; i++ {
 		select {
 		case <-deadline:
