@@ -16,22 +16,6 @@ import (
 // open is locktest.Open: a Client on srv, closed when the test ends.
 var open = locktest.Open
 
-// evalshaCalls reads how many EVALSHA commands the server has run.
-func evalshaCalls(t *testing.T, srv *redistest.Server) int64 {
-	t.Helper()
-	info, err := srv.Do("INFO", "commandstats").ToString()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int64
-	for _, line := range splitLines(info) {
-		if _, err := fmt.Sscanf(line, "cmdstat_evalsha:calls=%d", &n); err == nil {
-			return n
-		}
-	}
-	return 0
-}
-
 func splitLines(s string) []string {
 	var out []string
 	start := 0
@@ -64,9 +48,9 @@ func TestKeeperRenewsInOneRoundPerTick(t *testing.T) {
 	if c.Stats().Leases != 200 {
 		t.Fatalf("keeper keeps %d holds, want 200", c.Stats().Leases)
 	}
-	rounds, calls := c.Stats().RenewalRounds, evalshaCalls(t, srv)
+	rounds, calls := c.Stats().RenewalRounds, locktest.Calls(t, srv, "evalsha")
 	time.Sleep(5 * watchdog) // about 15 ticks of watchdog/3
-	dRounds, dCalls := c.Stats().RenewalRounds-rounds, evalshaCalls(t, srv)-calls
+	dRounds, dCalls := c.Stats().RenewalRounds-rounds, locktest.Calls(t, srv, "evalsha")-calls
 	// 15 ticks expected. A ticker drops the ticks a busy machine misses, so
 	// there are never more; fewer than one round per watchdog period would
 	// let the leases run out, which the loop below checks on its own.

@@ -59,6 +59,7 @@ import (
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/harness/locktest"
+	"github.com/leasehold/leasehold/internal/harness/racebuild"
 	"github.com/leasehold/leasehold/internal/harness/redistest"
 	"github.com/leasehold/leasehold/lease"
 	"github.com/leasehold/leasehold/script"
@@ -881,7 +882,7 @@ func cpuTime() time.Duration {
 func BenchmarkRenewal(b *testing.B) {
 	const ttl, ticks = 3 * time.Second, 3
 	leases := 10000
-	if raceDetector {
+	if racebuild.Enabled {
 		// A goroutine per lease renewing every second, as redsync's and
 		// redislock's users write it, asks more of go-redis' 20 connections
 		// than a race build serves: their queue grows without end, and the

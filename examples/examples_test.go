@@ -26,6 +26,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/harness/dbtest"
 	"github.com/leasehold/leasehold/internal/harness/missing"
+	"github.com/leasehold/leasehold/internal/harness/racebuild"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -206,7 +207,7 @@ func terms(stdout, rx string) []uint64 {
 func TestExamples(t *testing.T) {
 	dir := t.TempDir()
 	flags := []string{"build", "-o", dir + string(filepath.Separator)}
-	if raceEnabled {
+	if racebuild.Enabled { // the examples are built as the tests are
 		flags = append(flags, "-race")
 	}
 	build := slices.Clone(flags)

@@ -42,6 +42,7 @@ var (
 	release     = locktest.Release
 	isLost      = locktest.IsLost
 	wantErr     = locktest.WantErr
+	calls       = locktest.Calls
 )
 
 func helperWaiter(addr string) int {

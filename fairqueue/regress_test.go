@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -408,24 +407,6 @@ func TestWaitersKeptByKeeper(t *testing.T) {
 	for i := range waiting {
 		release(t, await(t, waiting[i], 5*time.Second, fmt.Sprintf("waiter %d", i)))
 	}
-}
-
-// calls is the number of times Redis has run cmd (INFO commandstats).
-func calls(t *testing.T, srv *redistest.Server, cmd string) int64 {
-	t.Helper()
-	s, err := srv.Do("INFO", "commandstats").ToString()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(s, "cmdstat_"+cmd+":calls=")
-	if !ok {
-		return 0
-	}
-	n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // serverMs is the server's clock (TIME), in ms.

@@ -1,8 +1,6 @@
 package semaphore_test
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -55,7 +53,7 @@ func TestPermitsWithPublishDenied(t *testing.T) {
 	})
 	t.Run("release wakes a waiter", func(t *testing.T) {
 		all := mustAcquire(t, s.Weighted(8), ctx)
-		reads := existsCalls(t, srv)
+		reads := locktest.Calls(t, srv, "exists")
 		f := semaphore.New(other, "sem").AcquireAsync(ctx)
 		eventually(t, 5*time.Second, "the waiter waits", func() bool { return waiters(other) == 1 })
 		// The waiter hears a change of the count once its Client has read
@@ -64,7 +62,7 @@ func TestPermitsWithPublishDenied(t *testing.T) {
 		// PUBLISH, is missed until a permit's lease runs out
 		// (docs/safety.md): wait for the read, as a release a moment
 		// later would.
-		eventually(t, 5*time.Second, "the waiter's Client tracks the count", func() bool { return existsCalls(t, srv) > reads })
+		eventually(t, 5*time.Second, "the waiter's Client tracks the count", func() bool { return locktest.Calls(t, srv, "exists") > reads })
 		refusedBy(t, func() {
 			if err := all.Release(ctx); err != nil {
 				t.Fatalf("Release: %v", err)
@@ -95,21 +93,4 @@ func TestPermitsWithPublishDenied(t *testing.T) {
 			}
 		})
 	})
-}
-
-// existsCalls is how many EXISTS srv has run: the guard's reads of waiters'
-// keys, which start their tracking.
-func existsCalls(t *testing.T, srv *redistest.Server) int64 {
-	t.Helper()
-	info, err := srv.Do("INFO", "commandstats").ToString()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\n") {
-		var n int64
-		if _, err := fmt.Sscanf(line, "cmdstat_exists:calls=%d", &n); err == nil {
-			return n
-		}
-	}
-	return 0
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -87,6 +88,25 @@ func Refused(tb testing.TB, srv *redistest.Server, cmd string) int64 {
 			c, _ := count.AsInt64()
 			n += c
 		}
+	}
+	return n
+}
+
+// Calls is how many times srv has run the command cmd, lower case (INFO
+// commandstats' calls; 0 before its first).
+func Calls(tb testing.TB, srv *redistest.Server, cmd string) int64 {
+	tb.Helper()
+	s, err := srv.Do("INFO", "commandstats").ToString()
+	if err != nil {
+		tb.Fatalf("INFO commandstats: %v", err)
+	}
+	_, rest, ok := strings.Cut(s, "cmdstat_"+cmd+":calls=")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+	if err != nil {
+		tb.Fatalf("commandstats of %s: %v", cmd, err)
 	}
 	return n
 }
